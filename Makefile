@@ -1,0 +1,99 @@
+# gpusort — build with PGXS.
+#
+#   make                     build (with the CUDA kernels when nvcc is found)
+#   make WITH_CUDA=no        CPU-only build
+#   make install             install into the server found by pg_config
+#   make installcheck        pg_regress suite against a running server
+#   make unittest            engine unit tests with plain cc (no PostgreSQL)
+#
+# Layers: src/ (PostgreSQL glue) -> engine/ (plain C) -> kernels/ (CUDA).
+# The CUDA objects are linked through SHLIB_LINK, not OBJS, so PGXS never
+# tries to make LLVM bitcode of them; cudart is linked statically so the
+# module loads on machines with no GPU and no driver.
+
+EXTENSION = gpusort
+MODULE_big = gpusort
+DATA = gpusort--1.0.sql
+PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
+
+GLUE_OBJS = src/gpusort.o src/errors.o src/array_functions.o src/info.o \
+	src/key_reader.o src/planner.o src/executor.o src/explain.o
+ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
+	engine/dispatch.o engine/row_sort.o
+OBJS = $(GLUE_OBJS) $(ENGINE_OBJS)
+
+REGRESS = setup array_sort array_functions order_by order_by_cursor \
+	order_by_explain approximate errors
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
+ifeq ($(NVCC),)
+WITH_CUDA ?= no
+else
+WITH_CUDA ?= yes
+endif
+
+ifeq ($(WITH_CUDA),yes)
+# A fat binary: machine code for Ampere (sm_80) and Hopper (sm_90), plus PTX
+# that newer GPUs compile at load time.
+CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90
+NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
+	--expt-relaxed-constexpr $(CUDA_ARCH_FLAGS)
+CUDA_OBJS = kernels/gpu_device.o kernels/gpu_sort.o kernels/gpu_networks.o \
+	kernels/gpu_radix.o kernels/gpu_approx.o kernels/gpu_minmax.o
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
+SHLIB_LINK += $(CUDA_OBJS) $(CUDA_LIBS)
+else
+CUDA_OBJS =
+OBJS += kernels/gpu_stub.o
+CUDA_LIBS =
+endif
+
+EXTRA_CLEAN = $(CUDA_OBJS) kernels/gpu_stub.o results regression.diffs regression.out \
+	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+
+# Debian's server is built with LLVM; without clang here, skip the bitcode
+# (it only serves JIT inlining, which gpusort does not need).
+ifeq ($(shell command -v $(shell $(PG_CONFIG) --configure | grep -o "CLANG=[^' ]*" | cut -d= -f2) clang-14 clang 2>/dev/null | head -1),)
+with_llvm = no
+endif
+
+include $(PGXS)
+
+PG_CPPFLAGS += -I$(srcdir)/engine -I$(srcdir)/kernels
+
+$(shlib): $(CUDA_OBJS)
+
+kernels/%.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
+	$(NVCC) $(NVCC_FLAGS) -Ikernels -c $< -o $@
+
+# ---- tests that need no server ----
+UNIT_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels
+ENGINE_SRCS = $(ENGINE_OBJS:.o=.c)
+
+ifeq ($(WITH_CUDA),yes)
+test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) $(CUDA_OBJS) $(CUDA_LIBS) -lm
+else
+test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h kernels/gpu_stub.c
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) kernels/gpu_stub.c -lm
+endif
+
+.PHONY: unittest
+unittest: test/unit/test_engine
+	test/unit/test_engine
+
+# ---- GPU-only programs (need nvcc; run them on a machine with a GPU) ----
+.PHONY: cuda-objs check-gpu
+cuda-objs: $(CUDA_OBJS)
+
+test/gpu/check_gpu: test/gpu/check_gpu.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/gpu/check_gpu.c $(ENGINE_SRCS) $(CUDA_OBJS) $(CUDA_LIBS) -lm
+
+check-gpu: test/gpu/check_gpu
+	test/gpu/check_gpu

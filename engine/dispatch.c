@@ -1,0 +1,357 @@
+/*
+ * dispatch.c — the engine's entry points: picks the device and the
+ * algorithm, runs the sort on the GPU through kernels/gpu_api.h or on the CPU
+ * through cpu_sort.c, and falls back from a failing GPU to the CPU when the
+ * caller allowed it (GS_DEVICE_AUTO).
+ */
+#include "engine_internal.h"
+#include "../kernels/gpu_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+gs_sort_request_init(gs_sort_request *request)
+{
+	memset(request, 0, sizeof(*request));
+	request->algorithm = GS_ALGO_AUTO;
+	request->device = GS_DEVICE_AUTO;
+	request->intervals = 10000;
+}
+
+/*
+ * What AUTO means. On the CPU, LSD radix is linear in n and beats the
+ * O(n log^2 n) networks except on tiny inputs. On the GPU, CUB's radix sort
+ * measured fastest at every size on the H100 (see bench/README.md).
+ */
+gs_algorithm
+gs_auto_algorithm(size_t n, unsigned key_bits, bool with_index, gs_device device)
+{
+	(void) key_bits;
+	(void) with_index;
+	if (device == GS_DEVICE_CPU && n <= 32)
+		return GS_ALGO_BUTTERFLY;
+	return GS_ALGO_RADIX;
+}
+
+static gs_status
+map_gpu_status(gpu_status status)
+{
+	switch (status)
+	{
+		case GPU_OK:
+			return GS_OK;
+		case GPU_UNAVAILABLE:
+			return GS_ERR_GPU_UNAVAILABLE;
+		case GPU_OUT_OF_MEMORY:
+			return GS_ERR_GPU_OUT_OF_MEMORY;
+		case GPU_INTERRUPTED:
+			return GS_ERR_INTERRUPTED;
+		case GPU_INVALID:
+			return GS_ERR_INVALID_ARGUMENT;
+		case GPU_FAILED:
+			break;
+	}
+	return GS_ERR_GPU_FAILURE;
+}
+
+static void
+note_gpu_problem(gs_sort_report *report, gs_status status, const char *message)
+{
+	report->gpu_status = status;
+	snprintf(report->gpu_message, sizeof(report->gpu_message), "%s",
+			 message ? message : gs_status_name(status));
+}
+
+/*
+ * Decides whether this request runs on the GPU. Returns GS_OK with
+ * *use_gpu set, or the error to return (device = GPU and none usable).
+ */
+static gs_status
+choose_device(const gs_sort_request *request, gs_sort_report *report,
+			  bool *use_gpu)
+{
+	gpu_device_info info;
+
+	*use_gpu = false;
+	if (request->device == GS_DEVICE_CPU)
+		return GS_OK;
+	if (request->device == GS_DEVICE_AUTO && request->n < request->gpu_min_elements)
+	{
+		snprintf(report->gpu_message, sizeof(report->gpu_message),
+				 "fewer than %zu elements: the CPU is faster",
+				 request->gpu_min_elements);
+		return GS_OK;
+	}
+	if (gpu_device_probe(&info) != GPU_OK || !info.usable)
+	{
+		note_gpu_problem(report, GS_ERR_GPU_UNAVAILABLE, info.reason);
+		return request->device == GS_DEVICE_GPU ? GS_ERR_GPU_UNAVAILABLE : GS_OK;
+	}
+	*use_gpu = true;
+	return GS_OK;
+}
+
+static gs_status
+validate(const gs_sort_request *request)
+{
+	if (request->key_bytes != 4 && request->key_bytes != 8)
+		return GS_ERR_INVALID_ARGUMENT;
+	if (request->key_bits > request->key_bytes * 8)
+		return GS_ERR_INVALID_ARGUMENT;
+	if (request->n >= UINT32_MAX)
+		return GS_ERR_INVALID_ARGUMENT;
+	if (request->n > 0 && request->keys == NULL)
+		return GS_ERR_INVALID_ARGUMENT;
+	if ((unsigned) request->algorithm >= GS_ALGORITHM_COUNT)
+		return GS_ERR_INVALID_ARGUMENT;
+	if (request->algorithm == GS_ALGO_APPROX &&
+		(request->intervals < 1 || request->intervals > GS_MAX_INTERVALS))
+		return GS_ERR_INVALID_ARGUMENT;
+	return GS_OK;
+}
+
+static gs_status
+run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
+		   gs_sort_report *report, bool *host_data_touched)
+{
+	gpu_timing	timing;
+	gpu_status	status;
+
+	memset(&timing, 0, sizeof(timing));
+	*host_data_touched = false;
+	if (algorithm == GS_ALGO_APPROX)
+	{
+		gpu_approx_job job;
+
+		memset(&job, 0, sizeof(job));
+		job.n = request->n;
+		job.key_bytes = request->key_bytes;
+		job.keys = request->keys;
+		job.row_index = request->row_index;
+		job.intervals = request->intervals;
+		job.limit = request->limit;
+		job.memory_limit = request->gpu_memory_limit;
+		job.poll = request->poll;
+		job.poll_arg = request->poll_arg;
+		status = gpu_approx_sort(&job, &timing);
+		*host_data_touched = job.host_data_touched;
+		if (status == GPU_OK)
+		{
+			report->valid_outputs = job.valid_outputs;
+			report->interval_map = gs_interval_map_make(job.min_key, job.max_key,
+														request->intervals);
+		}
+	}
+	else
+	{
+		gpu_sort_job job;
+
+		memset(&job, 0, sizeof(job));
+		job.n = request->n;
+		job.key_bytes = request->key_bytes;
+		job.key_bits = request->key_bits;
+		job.keys = request->keys;
+		job.row_index = request->row_index;
+		job.algorithm = algorithm == GS_ALGO_BITONIC ? GPU_ALGO_BITONIC :
+			algorithm == GS_ALGO_BUTTERFLY ? GPU_ALGO_BUTTERFLY : GPU_ALGO_RADIX;
+		job.memory_limit = request->gpu_memory_limit;
+		job.poll = request->poll;
+		job.poll_arg = request->poll_arg;
+		status = gpu_sort(&job, &timing);
+		*host_data_touched = job.host_data_touched;
+		report->valid_outputs = request->n;
+	}
+	report->upload_ms = timing.upload_ms;
+	report->sort_ms = timing.sort_ms;
+	report->download_ms = timing.download_ms;
+	report->gpu_bytes = timing.device_bytes;
+	if (status != GPU_OK)
+		note_gpu_problem(report, map_gpu_status(status), gpu_last_error());
+	return map_gpu_status(status);
+}
+
+static gs_status
+run_on_cpu(const gs_sort_request *request, gs_algorithm algorithm,
+		   gs_sort_report *report)
+{
+	cpu_sort_job job;
+	gs_status	status = GS_OK;
+
+	job.n = request->n;
+	job.key_bytes = request->key_bytes;
+	job.key_bits = request->key_bits;
+	job.keys = request->keys;
+	job.row_index = request->row_index;
+	job.allocator = &request->allocator;
+	job.poll = request->poll;
+	job.poll_arg = request->poll_arg;
+	if (job.row_index != NULL)
+		for (size_t i = 0; i < job.n; i++)
+			job.row_index[i] = (uint32_t) i;
+
+	report->valid_outputs = request->n;
+	switch (algorithm)
+	{
+		case GS_ALGO_BITONIC:
+			status = cpu_bitonic_sort(&job);
+			break;
+		case GS_ALGO_BUTTERFLY:
+			status = cpu_butterfly_sort(&job);
+			break;
+		case GS_ALGO_AUTO:
+		case GS_ALGO_RADIX:
+			status = cpu_radix_sort(&job);
+			break;
+		case GS_ALGO_APPROX:
+			{
+				uint64_t	min_key = 0,
+							max_key = 0;
+
+				for (size_t i = 0; i < job.n; i++)
+				{
+					uint64_t	key = request->key_bytes == 4 ?
+						((uint32_t *) job.keys)[i] : ((uint64_t *) job.keys)[i];
+
+					if (i == 0 || key < min_key)
+						min_key = key;
+					if (i == 0 || key > max_key)
+						max_key = key;
+				}
+				report->interval_map = gs_interval_map_make(min_key, max_key,
+															 request->intervals);
+				status = cpu_approx_sort(&job, &report->interval_map,
+										 request->limit, &report->valid_outputs);
+				break;
+			}
+	}
+	return status;
+}
+
+gs_status
+gs_sort(const gs_sort_request *request, gs_sort_report *report)
+{
+	gs_algorithm algorithm;
+	bool		use_gpu;
+	bool		host_data_touched;
+	gs_status	status;
+
+	memset(report, 0, sizeof(*report));
+	status = validate(request);
+	if (status != GS_OK)
+		return status;
+	status = choose_device(request, report, &use_gpu);
+	if (status != GS_OK)
+		return status;
+
+	algorithm = request->algorithm;
+	if (algorithm == GS_ALGO_AUTO)
+		algorithm = gs_auto_algorithm(request->n, request->key_bits,
+									  request->row_index != NULL,
+									  use_gpu ? GS_DEVICE_GPU : GS_DEVICE_CPU);
+	report->algorithm = algorithm;
+
+	if (use_gpu)
+	{
+		report->ran_on = GS_DEVICE_GPU;
+		status = run_on_gpu(request, algorithm, report, &host_data_touched);
+		if (status == GS_OK || status == GS_ERR_INTERRUPTED ||
+			status == GS_ERR_INVALID_ARGUMENT)
+			return status;
+		/* the CPU can only take over while the input is still intact */
+		if (request->device == GS_DEVICE_GPU || host_data_touched)
+			return status;
+		report->fell_back = true;
+	}
+	report->ran_on = GS_DEVICE_CPU;
+	if (algorithm == GS_ALGO_AUTO)
+		algorithm = report->algorithm = gs_auto_algorithm(request->n, request->key_bits,
+														  request->row_index != NULL,
+														  GS_DEVICE_CPU);
+	return run_on_cpu(request, algorithm, report);
+}
+
+gs_status
+gs_minmax(const gs_sort_request *request, uint64_t *min_key, uint64_t *max_key,
+		  gs_sort_report *report)
+{
+	bool		use_gpu;
+	gs_status	status;
+
+	memset(report, 0, sizeof(*report));
+	*min_key = *max_key = 0;
+	if (request->key_bytes != 8 || (request->n > 0 && request->keys == NULL))
+		return GS_ERR_INVALID_ARGUMENT;
+	status = choose_device(request, report, &use_gpu);
+	if (status != GS_OK)
+		return status;
+	if (use_gpu)
+	{
+		gpu_timing	timing;
+		gpu_status	gstatus;
+
+		memset(&timing, 0, sizeof(timing));
+		report->ran_on = GS_DEVICE_GPU;
+		gstatus = gpu_minmax(request->keys, request->n, min_key, max_key, &timing);
+		report->upload_ms = timing.upload_ms;
+		report->sort_ms = timing.sort_ms;
+		if (gstatus == GPU_OK)
+			return GS_OK;
+		note_gpu_problem(report, map_gpu_status(gstatus), gpu_last_error());
+		if (request->device == GS_DEVICE_GPU || gstatus == GPU_INTERRUPTED)
+			return map_gpu_status(gstatus);
+		report->fell_back = true;
+	}
+	report->ran_on = GS_DEVICE_CPU;
+	cpu_minmax(request->keys, request->n, min_key, max_key);
+	return GS_OK;
+}
+
+void
+gs_gpu_info_get(gs_gpu_info *info)
+{
+	gpu_device_info device;
+
+	memset(info, 0, sizeof(*info));
+	memset(&device, 0, sizeof(device));
+	gpu_device_probe(&device);
+	info->built_with_cuda = device.built_with_cuda;
+	info->usable = device.usable;
+	snprintf(info->reason, sizeof(info->reason), "%s", device.reason);
+	snprintf(info->name, sizeof(info->name), "%s", device.name);
+	info->compute_major = device.compute_major;
+	info->compute_minor = device.compute_minor;
+	info->multiprocessors = device.multiprocessors;
+	info->total_memory = device.total_memory;
+	info->free_memory = device.free_memory;
+	info->driver_version = device.driver_version;
+	info->runtime_version = device.runtime_version;
+}
+
+void *
+gs_host_buffer_alloc(size_t bytes, bool want_pinned, bool *pinned)
+{
+	gpu_device_info info;
+	void	   *pointer = NULL;
+
+	*pinned = false;
+	if (want_pinned && gpu_device_probe(&info) == GPU_OK && info.usable &&
+		gpu_host_alloc(bytes, &pointer) == GPU_OK)
+	{
+		*pinned = true;
+		return pointer;
+	}
+	return malloc(bytes > 0 ? bytes : 1);
+}
+
+void
+gs_host_buffer_free(void *pointer, bool pinned)
+{
+	if (pointer == NULL)
+		return;
+	if (pinned)
+		gpu_host_free(pointer);
+	else
+		free(pointer);
+}

@@ -1,0 +1,52 @@
+/*
+ * engine_internal.h — what the engine's own files share and nobody else
+ * sees: the CPU algorithms, host-memory helpers, and the bridge to kernels/.
+ */
+#ifndef GPUSORT_ENGINE_INTERNAL_H
+#define GPUSORT_ENGINE_INTERNAL_H
+
+#include "gpusort_engine.h"
+
+/* One sort for the CPU algorithms. row_index, when present, already holds
+ * 0..n-1 (input order), so comparing (key, index) pairs sorts stably. */
+typedef struct cpu_sort_job
+{
+	size_t		n;
+	unsigned	key_bytes;
+	unsigned	key_bits;
+	void	   *keys;
+	uint32_t   *row_index;
+	const gs_allocator *allocator;
+	gs_poll_fn	poll;
+	void	   *poll_arg;
+} cpu_sort_job;
+
+extern gs_status cpu_bitonic_sort(const cpu_sort_job *job);
+extern gs_status cpu_butterfly_sort(const cpu_sort_job *job);
+extern gs_status cpu_radix_sort(const cpu_sort_job *job);
+extern gs_status cpu_approx_sort(const cpu_sort_job *job,
+								 const gs_interval_map *map, size_t limit,
+								 size_t *valid_outputs);
+extern void cpu_minmax(const uint64_t *keys, size_t n,
+					   uint64_t *min_key, uint64_t *max_key);
+
+/* Largest number of intervals the approximate sort accepts. */
+#define GS_MAX_INTERVALS (UINT32_C(1) << 26)
+
+/* Between polls, CPU loops do about this many element operations. */
+#define CPU_POLL_EVERY (UINT64_C(1) << 20)
+
+extern void *engine_alloc(const gs_allocator *allocator, size_t bytes);
+extern void engine_free(const gs_allocator *allocator, void *pointer);
+
+static inline size_t
+next_power_of_two(size_t n)
+{
+	size_t		p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+#endif							/* GPUSORT_ENGINE_INTERNAL_H */

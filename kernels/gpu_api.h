@@ -1,0 +1,135 @@
+/*
+ * gpu_api.h — the C ABI of the CUDA layer.
+ *
+ * Everything under kernels/ is reached through these functions only. They
+ * never throw, never call back into PostgreSQL, and report every CUDA failure
+ * as a status code plus a message (gpu_last_error()). Device memory is taken
+ * per call and given back before the call returns, whatever happens, so a
+ * failed or interrupted sort leaves nothing behind on the GPU.
+ *
+ * CUDA is initialised on the first call that needs it, never earlier: a
+ * process that forks after initialising CUDA leaves its children unable to
+ * use the GPU, and PostgreSQL's postmaster forks every backend.
+ *
+ * The CPU-only build (no nvcc, or WITH_CUDA=no) links gpu_stub.c instead,
+ * whose functions all answer GPU_UNAVAILABLE.
+ */
+#ifndef GPUSORT_GPU_API_H
+#define GPUSORT_GPU_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "interval_map.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gpu_status
+{
+	GPU_OK = 0,
+	GPU_UNAVAILABLE,			/* no driver, no device, CPU-only build */
+	GPU_OUT_OF_MEMORY,			/* device memory, or over the caller's cap */
+	GPU_FAILED,					/* any other CUDA error */
+	GPU_INTERRUPTED,			/* the poll function asked to stop */
+	GPU_INVALID					/* bad arguments */
+} gpu_status;
+
+typedef enum gpu_algorithm
+{
+	GPU_ALGO_BITONIC = 0,
+	GPU_ALGO_BUTTERFLY,
+	GPU_ALGO_RADIX
+} gpu_algorithm;
+
+/* Returns true to ask a running GPU job to stop at its next checkpoint. */
+typedef bool (*gpu_poll_fn) (void *arg);
+
+typedef struct gpu_device_info
+{
+	bool		built_with_cuda;
+	bool		usable;
+	char		reason[256];	/* why not usable */
+	char		name[256];
+	int			compute_major;
+	int			compute_minor;
+	int			multiprocessors;
+	size_t		total_memory;
+	size_t		free_memory;
+	int			driver_version;
+	int			runtime_version;
+} gpu_device_info;
+
+typedef struct gpu_timing
+{
+	float		upload_ms;
+	float		sort_ms;
+	float		download_ms;
+	size_t		device_bytes;	/* device memory the job held */
+} gpu_timing;
+
+/* Exact sort of keys (uint32_t or uint64_t) in host memory (pinned or not),
+ * in place. With row_index, it also receives the permutation (the input
+ * position of each output) and ties keep input order. */
+typedef struct gpu_sort_job
+{
+	size_t		n;
+	unsigned	key_bytes;		/* 4 or 8 */
+	unsigned	key_bits;		/* keys < 2^key_bits */
+	void	   *keys;
+	uint32_t   *row_index;		/* or NULL; receives the permutation */
+	gpu_algorithm algorithm;
+	size_t		memory_limit;	/* bytes; 0 = no cap */
+	gpu_poll_fn poll;
+	void	   *poll_arg;
+	/* out: set once results start landing in host memory; after that a
+	 * failure leaves the host arrays neither input nor output */
+	bool		host_data_touched;
+} gpu_sort_job;
+
+/* Approximate (interval) sort. The GPU finds the keys' min and max, cuts
+ * [min, max] into `intervals` equal-width intervals exactly as
+ * gs_approx_interval() (interval_map.h) does, and writes the elements of
+ * intervals 0, 1, ... in that order; within an interval the order is
+ * unspecified. With limit > 0 only the intervals up to the one holding output
+ * number `limit` are written. */
+typedef struct gpu_approx_job
+{
+	size_t		n;
+	unsigned	key_bytes;
+	void	   *keys;
+	uint32_t   *row_index;		/* or NULL; receives the permutation */
+	uint32_t	intervals;
+	size_t		limit;
+	size_t		memory_limit;
+	gpu_poll_fn poll;
+	void	   *poll_arg;
+	/* out */
+	bool		host_data_touched;
+	size_t		valid_outputs;
+	uint64_t	min_key;
+	uint64_t	max_key;
+} gpu_approx_job;
+
+extern gpu_status gpu_device_probe(gpu_device_info *info);
+extern const char *gpu_last_error(void);
+
+extern gpu_status gpu_sort(gpu_sort_job *job, gpu_timing *timing);
+extern gpu_status gpu_approx_sort(gpu_approx_job *job, gpu_timing *timing);
+
+/* Min and max of n uint64 keys by the min-max butterfly network. */
+extern gpu_status gpu_minmax(const uint64_t *keys, size_t n,
+							 uint64_t *min_key, uint64_t *max_key,
+							 gpu_timing *timing);
+
+/* Page-locked host memory, for fast transfers. */
+extern gpu_status gpu_host_alloc(size_t bytes, void **pointer);
+extern void gpu_host_free(void *pointer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUSORT_GPU_API_H */

@@ -1,0 +1,68 @@
+/*
+ * gpu_stub.c — the CUDA layer of a CPU-only build (no nvcc found, or
+ * WITH_CUDA=no): every entry point answers GPU_UNAVAILABLE, and the engine
+ * sorts on the CPU.
+ */
+#include "gpu_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const no_cuda = "gpusort was built without CUDA (CPU-only build)";
+
+gpu_status
+gpu_device_probe(gpu_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	snprintf(info->reason, sizeof(info->reason), "%s", no_cuda);
+	return GPU_OK;
+}
+
+const char *
+gpu_last_error(void)
+{
+	return no_cuda;
+}
+
+gpu_status
+gpu_sort(gpu_sort_job *job, gpu_timing *timing)
+{
+	(void) job;
+	(void) timing;
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
+gpu_approx_sort(gpu_approx_job *job, gpu_timing *timing)
+{
+	(void) job;
+	(void) timing;
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
+gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key,
+		   uint64_t *max_key, gpu_timing *timing)
+{
+	(void) keys;
+	(void) n;
+	(void) min_key;
+	(void) max_key;
+	(void) timing;
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
+gpu_host_alloc(size_t bytes, void **pointer)
+{
+	(void) bytes;
+	*pointer = NULL;
+	return GPU_UNAVAILABLE;
+}
+
+void
+gpu_host_free(void *pointer)
+{
+	free(pointer);
+}

@@ -1,0 +1,74 @@
+/*
+ * interval_map.h — which interval a key falls in, for the approximate sort.
+ * Shared by the CPU engine and the CUDA kernels (host and device), so both
+ * compute the same interval for every key, bit for bit.
+ *
+ * The keys' observed [min, max] is cut into `intervals` equal-width
+ * intervals of width w = (max - min + 1) / intervals, and
+ *     interval(key) = floor((key - min) * intervals / (max - min + 1)).
+ * It is computed exactly: a fixed-point estimate that is at most one too
+ * small, then one correction. Hence: monotone in key; two keys in one
+ * interval differ by less than w; the result is always < intervals.
+ */
+#ifndef GPUSORT_INTERVAL_MAP_H
+#define GPUSORT_INTERVAL_MAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define INTERVAL_MAP_FN __host__ __device__ static inline
+#else
+#define INTERVAL_MAP_FN static inline
+#endif
+
+typedef struct gs_interval_map
+{
+	uint64_t	min_key;
+	uint64_t	range;			/* max_key - min_key */
+	uint32_t	intervals;
+	bool		narrow;			/* intervals > range: 64-bit arithmetic is exact */
+	uint64_t	scale;			/* floor(2^64 * intervals / (range + 1)) */
+} gs_interval_map;
+
+INTERVAL_MAP_FN gs_interval_map
+gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
+{
+	gs_interval_map map;
+
+	map.min_key = min_key;
+	map.range = max_key - min_key;
+	map.intervals = intervals;
+	map.narrow = intervals > map.range;
+	map.scale = 0;
+	if (!map.narrow)
+		map.scale = (uint64_t) ((((unsigned __int128) intervals) << 64) /
+								((unsigned __int128) map.range + 1));
+	return map;
+}
+
+INTERVAL_MAP_FN uint32_t
+gs_approx_interval(const gs_interval_map *map, uint64_t key)
+{
+	uint64_t	offset = key - map->min_key;
+	uint64_t	estimate;
+	unsigned __int128 divisor;
+
+	if (map->narrow)
+		return (uint32_t) ((offset * map->intervals) / (map->range + 1));
+	estimate = (uint64_t) (((unsigned __int128) offset * map->scale) >> 64);
+	divisor = (unsigned __int128) map->range + 1;
+	if ((unsigned __int128) offset * map->intervals -
+		(unsigned __int128) estimate * divisor >= divisor)
+		estimate++;
+	return (uint32_t) estimate;
+}
+
+/* The width of one interval, in key units. */
+INTERVAL_MAP_FN double
+gs_interval_width(const gs_interval_map *map)
+{
+	return ((double) map->range + 1.0) / (double) map->intervals;
+}
+
+#endif							/* GPUSORT_INTERVAL_MAP_H */

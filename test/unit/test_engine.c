@@ -1,0 +1,653 @@
+/*
+ * test_engine.c — unit tests of the engine with plain cc: no PostgreSQL, and
+ * no GPU needed (a CPU-only build of kernels/ answers "unavailable"; built
+ * with CUDA on a GPU machine, the same tests also drive the GPU).
+ *
+ * Every sort test checks that the output is ordered AND that it is a
+ * permutation of the input, and that every exact algorithm returns exactly
+ * what the radix sort (stable, the reference) returns.
+ *
+ * Prints one line per failed case, and a last line "N passed, M failed".
+ */
+#include "../../engine/gpusort_engine.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int	passed;
+static int	failed;
+
+#define CHECK(condition, ...) \
+	do { \
+		if (condition) \
+			passed++; \
+		else \
+		{ \
+			failed++; \
+			printf("FAILED %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__); \
+			printf("\n"); \
+		} \
+	} while (0)
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t
+next_random(void)
+{
+	uint64_t	x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+typedef enum distribution
+{
+	DIST_RANDOM,
+	DIST_SORTED,
+	DIST_REVERSE,
+	DIST_ALL_EQUAL,
+	DIST_FEW_DISTINCT,
+	DIST_EXTREMES,				/* INT_MIN / INT_MAX / 0 / -1 mixed */
+	DIST_COUNT
+} distribution;
+
+static const char *const distribution_names[DIST_COUNT] = {
+	"random", "sorted", "reverse", "all-equal", "few-distinct", "extremes"
+};
+
+/* Keys as the SQL layer makes them: int4 values encoded to unsigned. */
+static void
+fill_keys(void *keys, unsigned key_bytes, size_t n, distribution dist)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		int64_t		value;
+		uint64_t	key;
+
+		switch (dist)
+		{
+			case DIST_SORTED:
+				value = (int64_t) i - (int64_t) n / 2;
+				break;
+			case DIST_REVERSE:
+				value = (int64_t) n - (int64_t) i;
+				break;
+			case DIST_ALL_EQUAL:
+				value = 42;
+				break;
+			case DIST_FEW_DISTINCT:
+				value = (int64_t) (next_random() % 5) - 2;
+				break;
+			case DIST_EXTREMES:
+				{
+					static const int64_t extremes[] = {INT32_MIN, INT32_MAX, 0, -1, 1};
+
+					value = extremes[next_random() % 5];
+					if (key_bytes == 8 && (next_random() & 1))
+						value = (next_random() & 1) ? INT64_MIN : INT64_MAX;
+					break;
+				}
+			default:
+				value = key_bytes == 4 ? (int64_t) (int32_t) next_random()
+					: (int64_t) next_random();
+				break;
+		}
+		key = gs_encode_int64(value);
+		if (key_bytes == 4)
+			((uint32_t *) keys)[i] = (uint32_t) (int32_t) value ^ UINT32_C(0x80000000);
+		else
+			((uint64_t *) keys)[i] = key;
+	}
+}
+
+static const size_t sizes[] = {
+	0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65,
+	127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 4093, 4096, 4097,
+	65535, 65536, 65537, 100003
+};
+
+static gs_status
+sort_with(gs_algorithm algorithm, gs_device device, void *keys,
+		  unsigned key_bytes, uint32_t *row_index, size_t n, gs_sort_report *report)
+{
+	gs_sort_request request;
+
+	gs_sort_request_init(&request);
+	request.n = n;
+	request.key_bytes = key_bytes;
+	request.key_bits = key_bytes * 8;
+	request.keys = keys;
+	request.row_index = row_index;
+	request.algorithm = algorithm;
+	request.device = device;
+	return gs_sort(&request, report);
+}
+
+/* Each exact algorithm, each width, with and without the index, each size
+ * and distribution: sorted, a permutation, and identical to radix. */
+static void
+test_exact_sorts(gs_device device)
+{
+	static const gs_algorithm algorithms[] = {GS_ALGO_BITONIC, GS_ALGO_BUTTERFLY, GS_ALGO_RADIX, GS_ALGO_AUTO};
+
+	for (unsigned key_bytes = 4; key_bytes <= 8; key_bytes += 4)
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+			for (int dist = 0; dist < DIST_COUNT; dist++)
+			{
+				size_t		n = sizes[s];
+				size_t		bytes = n * key_bytes + 8;
+				void	   *input = malloc(bytes);
+				void	   *reference = malloc(bytes);
+				uint32_t   *reference_index = malloc(n * sizeof(uint32_t) + 4);
+				gs_sort_report report;
+
+				fill_keys(input, key_bytes, n, (distribution) dist);
+				memcpy(reference, input, n * key_bytes);
+				CHECK(sort_with(GS_ALGO_RADIX, GS_DEVICE_CPU, reference, key_bytes,
+								reference_index, n, &report) == GS_OK,
+					  "reference sort n=%zu", n);
+
+				for (size_t a = 0; a < sizeof(algorithms) / sizeof(algorithms[0]); a++)
+					for (int with_index = 0; with_index <= 1; with_index++)
+					{
+						void	   *keys = malloc(bytes);
+						uint32_t   *index = with_index ? malloc(n * sizeof(uint32_t) + 4) : NULL;
+						gs_status	status;
+						const char *what = gs_algorithm_name(algorithms[a]);
+
+						memcpy(keys, input, n * key_bytes);
+						status = sort_with(algorithms[a], device, keys, key_bytes, index, n, &report);
+						CHECK(status == GS_OK, "%s %s n=%zu %s: status %s (%s)", what,
+							  gs_device_name(device), n, distribution_names[dist],
+							  gs_status_name(status), report.gpu_message);
+						if (status != GS_OK)
+						{
+							free(keys);
+							free(index);
+							continue;
+						}
+						CHECK(gs_check_sorted(keys, key_bytes, index, n),
+							  "%s bytes=%u n=%zu %s index=%d: not sorted", what,
+							  key_bytes, n, distribution_names[dist], with_index);
+						CHECK(gs_check_permutation(input, keys, key_bytes, n),
+							  "%s bytes=%u n=%zu %s index=%d: not a permutation", what,
+							  key_bytes, n, distribution_names[dist], with_index);
+						if (index != NULL)
+						{
+							CHECK(gs_check_row_permutation(input, keys, index, key_bytes, n),
+								  "%s bytes=%u n=%zu %s: index is not the permutation",
+								  what, key_bytes, n, distribution_names[dist]);
+							CHECK(memcmp(index, reference_index, n * sizeof(uint32_t)) == 0,
+								  "%s bytes=%u n=%zu %s: permutation differs from radix",
+								  what, key_bytes, n, distribution_names[dist]);
+						}
+						CHECK(memcmp(keys, reference, n * key_bytes) == 0,
+							  "%s bytes=%u n=%zu %s: keys differ from radix", what,
+							  key_bytes, n, distribution_names[dist]);
+						free(keys);
+						free(index);
+					}
+				free(input);
+				free(reference);
+				free(reference_index);
+			}
+}
+
+/* Fewer significant bits than the key width (as the key layout produces):
+ * radix skips digits, and must still sort. */
+static void
+test_narrow_keys(void)
+{
+	for (unsigned bits = 1; bits <= 64; bits += 7)
+	{
+		size_t		n = 5000;
+		uint64_t   *keys = malloc(n * 8);
+		uint64_t   *input = malloc(n * 8);
+		uint32_t   *index = malloc(n * 4);
+		gs_sort_request request;
+		gs_sort_report report;
+
+		for (size_t i = 0; i < n; i++)
+			input[i] = keys[i] = bits == 64 ? next_random() : next_random() & ((UINT64_C(1) << bits) - 1);
+		gs_sort_request_init(&request);
+		request.n = n;
+		request.key_bytes = 8;
+		request.key_bits = bits;
+		request.keys = keys;
+		request.row_index = index;
+		request.algorithm = GS_ALGO_RADIX;
+		request.device = GS_DEVICE_CPU;
+		CHECK(gs_sort(&request, &report) == GS_OK, "narrow sort");
+		CHECK(gs_check_sorted(keys, 8, index, n) &&
+			  gs_check_row_permutation(input, keys, index, 8, n),
+			  "radix with %u significant bits", bits);
+		free(keys);
+		free(input);
+		free(index);
+	}
+}
+
+/* floor(offset * intervals / (range + 1)) the slow, obvious way. */
+static uint32_t
+reference_interval(uint64_t min_key, uint64_t max_key, uint32_t intervals, uint64_t key)
+{
+	unsigned __int128 offset = key - min_key;
+	unsigned __int128 range = (unsigned __int128) (max_key - min_key) + 1;
+
+	return (uint32_t) ((offset * intervals) / range);
+}
+
+static void
+test_interval_map(void)
+{
+	int			mismatches = 0;
+
+	for (int trial = 0; trial < 200000; trial++)
+	{
+		uint64_t	a = next_random(),
+					b = next_random();
+		uint32_t	intervals;
+		uint64_t	key;
+		gs_interval_map map;
+
+		switch (trial % 4)
+		{
+			case 0:
+				a = 0;
+				b = UINT64_MAX;
+				break;
+			case 1:
+				b = a + next_random() % 1000;
+				if (b < a)
+					b = a;
+				break;
+			case 2:
+				b = a + (next_random() >> 20);
+				if (b < a)
+					b = UINT64_MAX;
+				break;
+			default:
+				if (b < a)
+				{
+					uint64_t	t = a;
+
+					a = b;
+					b = t;
+				}
+		}
+		intervals = 1 + (uint32_t) (next_random() % ((trial & 8) ? 10 : 100000));
+		map = gs_interval_map_make(a, b, intervals);
+		key = a + (b - a == UINT64_MAX ? next_random() : next_random() % (b - a + 1));
+		if (trial % 7 == 0)
+			key = b;
+		if (trial % 11 == 0)
+			key = a;
+		if (gs_approx_interval(&map, key) != reference_interval(a, b, intervals, key))
+			mismatches++;
+	}
+	CHECK(mismatches == 0, "interval map disagrees with exact division %d times", mismatches);
+}
+
+/* The approximate sort's guarantee, checked on the output: intervals never
+ * decrease, every element is in its interval, and any inverted pair differs
+ * by less than one interval width. With a limit: the first valid outputs are
+ * exactly the elements of the intervals up to the cut. */
+static void
+test_approx_sort(void)
+{
+	static const uint32_t interval_counts[] = {1, 2, 3, 10, 1000, 10000, 1u << 20};
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int dist = 0; dist < DIST_COUNT; dist++)
+			for (size_t c = 0; c < sizeof(interval_counts) / sizeof(interval_counts[0]); c++)
+				for (int limited = 0; limited <= 1; limited++)
+				{
+					size_t		n = sizes[s];
+					uint64_t   *input = malloc(n * 8 + 8);
+					uint64_t   *keys = malloc(n * 8 + 8);
+					uint32_t   *index = malloc(n * 4 + 4);
+					gs_sort_request request;
+					gs_sort_report report;
+					gs_status	status;
+					size_t		valid;
+					uint64_t	running_max = 0;
+					bool		ordered = true,
+								within = true,
+								rows_match = true;
+
+					fill_keys(input, 8, n, (distribution) dist);
+					memcpy(keys, input, n * 8);
+					gs_sort_request_init(&request);
+					request.n = n;
+					request.key_bytes = 8;
+					request.key_bits = 64;
+					request.keys = keys;
+					request.row_index = index;
+					request.algorithm = GS_ALGO_APPROX;
+					request.device = GS_DEVICE_CPU;
+					request.intervals = interval_counts[c];
+					request.limit = limited ? n / 3 + 1 : 0;
+					status = gs_sort(&request, &report);
+					CHECK(status == GS_OK, "approx n=%zu", n);
+					if (status != GS_OK)
+						goto next;
+					valid = report.valid_outputs;
+					CHECK(limited ? (valid >= (n < request.limit ? n : request.limit) && valid <= n)
+						  : valid == n, "approx valid outputs %zu of %zu", valid, n);
+					for (size_t i = 0; i < valid; i++)
+					{
+						if (i > 0 && gs_approx_interval(&report.interval_map, keys[i - 1]) >
+							gs_approx_interval(&report.interval_map, keys[i]))
+							ordered = false;
+						/* exact: difference * intervals < range + 1 */
+						if (i > 0 && keys[i] < running_max &&
+							(unsigned __int128) (running_max - keys[i]) * report.interval_map.intervals >=
+							(unsigned __int128) report.interval_map.range + 1)
+							within = false;
+						if (i == 0 || keys[i] > running_max)
+							running_max = keys[i];
+						if (index[i] >= n || input[index[i]] != keys[i])
+							rows_match = false;
+					}
+					CHECK(ordered, "approx n=%zu %s K=%u: intervals out of order", n,
+						  distribution_names[dist], interval_counts[c]);
+					CHECK(within, "approx n=%zu %s K=%u: inversion wider than an interval",
+						  n, distribution_names[dist], interval_counts[c]);
+					CHECK(rows_match, "approx n=%zu: index does not match keys", n);
+					if (!limited)
+						CHECK(gs_check_permutation(input, keys, 8, n) &&
+							  gs_check_row_permutation(input, keys, index, 8, n),
+							  "approx n=%zu %s: not a permutation", n, distribution_names[dist]);
+					else if (valid > 0)
+					{
+						/* exactly the elements of the intervals up to the cut */
+						uint32_t	cut = gs_approx_interval(&report.interval_map, keys[valid - 1]);
+						size_t		expected = 0;
+
+						for (size_t i = 0; i < n; i++)
+							expected += gs_approx_interval(&report.interval_map, input[i]) <= cut;
+						CHECK(expected == valid, "approx limit: %zu rows up to the cut, %zu returned",
+							  expected, valid);
+					}
+			next:
+					free(input);
+					free(keys);
+					free(index);
+				}
+}
+
+/* Reference order of a row for the key layout tests: SQL semantics. */
+typedef struct test_row
+{
+	int64_t		value[2];
+	bool		null[2];
+	uint32_t	id;
+} test_row;
+
+static bool layout_descending[2];
+static bool layout_nulls_first[2];
+
+static int
+compare_rows_sql(const void *pa, const void *pb)
+{
+	const test_row *a = pa;
+	const test_row *b = pb;
+
+	for (int c = 0; c < 2; c++)
+	{
+		if (a->null[c] != b->null[c])
+			return (a->null[c] == layout_nulls_first[c]) ? -1 : 1;
+		if (!a->null[c] && a->value[c] != b->value[c])
+		{
+			int			order = a->value[c] < b->value[c] ? -1 : 1;
+
+			return layout_descending[c] ? -order : order;
+		}
+	}
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Two columns, every mix of ASC/DESC and NULLS FIRST/LAST, narrow and wide
+ * ranges (one word, or two words sorted least significant first). */
+static void
+test_key_layout(void)
+{
+	for (int mode = 0; mode < 16; mode++)
+		for (int wide = 0; wide <= 2; wide++)
+		{
+			size_t		n = 3000;
+			test_row   *rows = malloc(n * sizeof(test_row));
+			test_row   *expected = malloc(n * sizeof(test_row));
+			uint32_t   *order = malloc(n * sizeof(uint32_t));
+			uint32_t   *pass_index = malloc(n * sizeof(uint32_t));
+			uint64_t   *words = malloc(n * sizeof(uint64_t));
+			uint32_t   *scratch = malloc(n * sizeof(uint32_t));
+			gs_key_column columns[2];
+			gs_key_layout layout;
+			bool		same = true;
+
+			layout_descending[0] = mode & 1;
+			layout_nulls_first[0] = mode & 2;
+			layout_descending[1] = mode & 4;
+			layout_nulls_first[1] = mode & 8;
+			for (int c = 0; c < 2; c++)
+				gs_key_column_init(&columns[c], layout_descending[c], layout_nulls_first[c]);
+			for (size_t i = 0; i < n; i++)
+			{
+				rows[i].id = (uint32_t) i;
+				for (int c = 0; c < 2; c++)
+				{
+					rows[i].null[c] = next_random() % 7 == 0;
+					rows[i].value[c] = wide == 2 ? (int64_t) next_random()
+						: wide == 1 ? (int64_t) (int32_t) next_random()
+						: (int64_t) (next_random() % 50) - 25;
+					gs_key_column_observe(&columns[c], rows[i].null[c],
+										  gs_encode_int64(rows[i].value[c]));
+				}
+			}
+			CHECK(gs_key_layout_build(&layout, columns, 2) == GS_OK, "layout build");
+			CHECK(wide == 2 ? layout.nwords >= 2 : wide == 1 ? layout.nwords <= 2 : layout.nwords == 1,
+				  "layout words %u for wide=%d", layout.nwords, wide);
+
+			/* LSD over words: sort by the last word first, each pass stable */
+			for (size_t i = 0; i < n; i++)
+				order[i] = (uint32_t) i;
+			for (int w = (int) layout.nwords - 1; w >= 0; w--)
+			{
+				gs_sort_request request;
+				gs_sort_report report;
+
+				for (size_t i = 0; i < n; i++)
+				{
+					const test_row *row = &rows[order[i]];
+					uint64_t	encoded[2] = {gs_encode_int64(row->value[0]), gs_encode_int64(row->value[1])};
+
+					words[i] = gs_key_layout_pack(&layout, (unsigned) w, encoded, row->null);
+				}
+				gs_sort_request_init(&request);
+				request.n = n;
+				request.key_bytes = 8;
+				request.key_bits = layout.word_bits[w];
+				request.keys = words;
+				request.row_index = pass_index;
+				request.device = GS_DEVICE_CPU;
+				gs_sort(&request, &report);
+				for (size_t i = 0; i < n; i++)
+					scratch[i] = order[pass_index[i]];
+				memcpy(order, scratch, n * sizeof(uint32_t));
+			}
+			memcpy(expected, rows, n * sizeof(test_row));
+			qsort(expected, n, sizeof(test_row), compare_rows_sql);
+			for (size_t i = 0; i < n; i++)
+				same = same && expected[i].id == order[i];
+			CHECK(same, "key layout mode %d wide %d: order differs from SQL order", mode, wide);
+			free(rows);
+			free(expected);
+			free(order);
+			free(pass_index);
+			free(words);
+			free(scratch);
+		}
+}
+
+static void
+test_float8_encoding(void)
+{
+	const double ordered[] = {-INFINITY, -1e308, -1.5, -1e-300, -0.0, 0.0, 1e-300, 2.0, 1e308, INFINITY, NAN};
+	int			n = sizeof(ordered) / sizeof(ordered[0]);
+
+	for (int i = 0; i + 1 < n; i++)
+	{
+		uint64_t	a = gs_encode_float8(ordered[i]);
+		uint64_t	b = gs_encode_float8(ordered[i + 1]);
+
+		if (ordered[i] == ordered[i + 1])
+			CHECK(a == b, "float8 %g and %g must encode equally", ordered[i], ordered[i + 1]);
+		else
+			CHECK(a < b, "float8 %g must encode below %g", ordered[i], ordered[i + 1]);
+	}
+	CHECK(gs_encode_float8(-NAN) == gs_encode_float8(NAN), "all NaNs are equal");
+	for (int i = 0; i < n - 1; i++)
+		CHECK(gs_decode_float8(gs_encode_float8(ordered[i])) == ordered[i], "float8 round trip");
+}
+
+static void
+test_minmax(void)
+{
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int dist = 0; dist < DIST_COUNT; dist++)
+		{
+			size_t		n = sizes[s];
+			uint64_t   *keys = malloc(n * 8 + 8);
+			uint64_t	lo = UINT64_MAX,
+						hi = 0,
+						got_lo,
+						got_hi;
+			gs_sort_request request;
+			gs_sort_report report;
+
+			fill_keys(keys, 8, n, (distribution) dist);
+			for (size_t i = 0; i < n; i++)
+			{
+				lo = keys[i] < lo ? keys[i] : lo;
+				hi = keys[i] > hi ? keys[i] : hi;
+			}
+			gs_sort_request_init(&request);
+			request.n = n;
+			request.key_bytes = 8;
+			request.keys = keys;
+			request.device = GS_DEVICE_CPU;
+			CHECK(gs_minmax(&request, &got_lo, &got_hi, &report) == GS_OK, "minmax status");
+			if (n > 0)
+				CHECK(got_lo == lo && got_hi == hi, "minmax n=%zu %s", n, distribution_names[dist]);
+			free(keys);
+		}
+}
+
+static int	polls_until_stop;
+
+static bool
+stop_after_some_polls(void *arg)
+{
+	(void) arg;
+	return --polls_until_stop <= 0;
+}
+
+static void
+test_interruption(void)
+{
+	static const gs_algorithm algorithms[] = {GS_ALGO_BITONIC, GS_ALGO_BUTTERFLY, GS_ALGO_RADIX};
+
+	for (size_t a = 0; a < 3; a++)
+	{
+		size_t		n = 1 << 21;
+		uint32_t   *keys = malloc(n * 4);
+		uint32_t   *index = malloc(n * 4);
+		gs_sort_request request;
+		gs_sort_report report;
+
+		fill_keys(keys, 4, n, DIST_RANDOM);
+		gs_sort_request_init(&request);
+		request.n = n;
+		request.key_bytes = 4;
+		request.key_bits = 32;
+		request.keys = keys;
+		request.row_index = index;
+		request.algorithm = algorithms[a];
+		request.device = GS_DEVICE_CPU;
+		request.poll = stop_after_some_polls;
+		polls_until_stop = 2;
+		CHECK(gs_sort(&request, &report) == GS_ERR_INTERRUPTED,
+			  "%s must stop when the poll function says so", gs_algorithm_name(algorithms[a]));
+		free(keys);
+		free(index);
+	}
+}
+
+static void
+test_devices_and_errors(void)
+{
+	gs_gpu_info info;
+	uint32_t	keys[4] = {3, 1, 2, 0};
+	gs_sort_report report;
+	gs_sort_request request;
+
+	gs_gpu_info_get(&info);
+	if (!info.usable)
+	{
+		CHECK(sort_with(GS_ALGO_RADIX, GS_DEVICE_GPU, keys, 4, NULL, 4, &report) ==
+			  GS_ERR_GPU_UNAVAILABLE, "device=gpu without a GPU must fail");
+		CHECK(report.gpu_message[0] != '\0', "and say why");
+		CHECK(sort_with(GS_ALGO_RADIX, GS_DEVICE_AUTO, keys, 4, NULL, 4, &report) == GS_OK &&
+			  report.ran_on == GS_DEVICE_CPU && !report.fell_back,
+			  "device=auto without a GPU sorts quietly on the CPU");
+	}
+	gs_sort_request_init(&request);
+	request.n = 4;
+	request.key_bytes = 3;
+	request.keys = keys;
+	CHECK(gs_sort(&request, &report) == GS_ERR_INVALID_ARGUMENT, "key width 3 is invalid");
+	request.key_bytes = 4;
+	request.algorithm = GS_ALGO_APPROX;
+	request.intervals = 0;
+	CHECK(gs_sort(&request, &report) == GS_ERR_INVALID_ARGUMENT, "zero intervals are invalid");
+	{
+		gs_algorithm parsed;
+
+		CHECK(gs_algorithm_parse("bitonic", false, &parsed) && parsed == GS_ALGO_BITONIC, "parse");
+		CHECK(!gs_algorithm_parse("approx", false, &parsed), "approx not allowed here");
+		CHECK(!gs_algorithm_parse("quick", true, &parsed), "unknown name");
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	gs_gpu_info info;
+	bool		gpu_too = argc > 1 && strcmp(argv[1], "--gpu") == 0;
+
+	gs_gpu_info_get(&info);
+	printf("GPU: %s\n", info.usable ? info.name : info.reason);
+
+	test_exact_sorts(GS_DEVICE_CPU);
+	if (gpu_too)
+		test_exact_sorts(GS_DEVICE_GPU);
+	test_narrow_keys();
+	test_interval_map();
+	test_approx_sort();
+	test_key_layout();
+	test_float8_encoding();
+	test_minmax();
+	test_interruption();
+	test_devices_and_errors();
+
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
