@@ -16,8 +16,8 @@ MODULE_big = gpusort
 DATA = gpusort--1.0.sql
 PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
 
-GLUE_OBJS = src/gpusort.o src/errors.o src/array_functions.o src/info.o \
-	src/key_reader.o src/planner.o src/executor.o src/explain.o
+GLUE_OBJS = src/gpusort.o src/errors.o src/types.o src/array_functions.o \
+	src/info.o src/planner.o src/executor.o src/explain.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS)
@@ -54,6 +54,8 @@ endif
 EXTRA_CLEAN = $(CUDA_OBJS) kernels/gpu_stub.o results regression.diffs regression.out \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels
 
+PG_CPPFLAGS = -I$(srcdir)/engine -I$(srcdir)/kernels
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 
@@ -65,7 +67,6 @@ endif
 
 include $(PGXS)
 
-PG_CPPFLAGS += -I$(srcdir)/engine -I$(srcdir)/kernels
 
 $(shlib): $(CUDA_OBJS)
 

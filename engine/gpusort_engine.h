@@ -267,6 +267,22 @@ extern uint64_t gs_key_layout_pack(const gs_key_layout *layout, unsigned word,
 								   const uint64_t *column_keys,
 								   const bool *column_nulls);
 
+/*
+ * Sorts n rows by `layout`, given each column's encoded values
+ * (column_keys[c][row]) and NULL flags (column_nulls[c][row], or a NULL
+ * array for a column without NULLs). Fills order[0..n) with row numbers in
+ * SQL order, ties in input order. settings supplies algorithm, device,
+ * limits and hooks (its n/keys/key_* fields are ignored). With the
+ * approximate algorithm (one column only) the rows come in interval order,
+ * NULLs first or last, and only report->valid_outputs of them when
+ * settings->limit is set.
+ */
+extern gs_status gs_sort_rows(const gs_key_layout *layout, size_t n,
+							  const uint64_t *const *column_keys,
+							  const bool *const *column_nulls,
+							  const gs_sort_request *settings, uint32_t *order,
+							  gs_sort_report *report);
+
 /* ------------------------------------------------------------------------
  * Verification helpers (tests, and optional checks of GPU results)
  * ------------------------------------------------------------------------ */

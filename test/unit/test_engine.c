@@ -426,9 +426,6 @@ test_key_layout(void)
 			test_row   *rows = malloc(n * sizeof(test_row));
 			test_row   *expected = malloc(n * sizeof(test_row));
 			uint32_t   *order = malloc(n * sizeof(uint32_t));
-			uint32_t   *pass_index = malloc(n * sizeof(uint32_t));
-			uint64_t   *words = malloc(n * sizeof(uint64_t));
-			uint32_t   *scratch = malloc(n * sizeof(uint32_t));
 			gs_key_column columns[2];
 			gs_key_layout layout;
 			bool		same = true;
@@ -456,32 +453,28 @@ test_key_layout(void)
 			CHECK(wide == 2 ? layout.nwords >= 2 : wide == 1 ? layout.nwords <= 2 : layout.nwords == 1,
 				  "layout words %u for wide=%d", layout.nwords, wide);
 
-			/* LSD over words: sort by the last word first, each pass stable */
-			for (size_t i = 0; i < n; i++)
-				order[i] = (uint32_t) i;
-			for (int w = (int) layout.nwords - 1; w >= 0; w--)
 			{
-				gs_sort_request request;
+				uint64_t   *keys[2] = {malloc(n * 8), malloc(n * 8)};
+				bool	   *nulls[2] = {malloc(n), malloc(n)};
+				gs_sort_request settings;
 				gs_sort_report report;
 
 				for (size_t i = 0; i < n; i++)
+					for (int c = 0; c < 2; c++)
+					{
+						keys[c][i] = gs_encode_int64(rows[i].value[c]);
+						nulls[c][i] = rows[i].null[c];
+					}
+				gs_sort_request_init(&settings);
+				settings.device = GS_DEVICE_CPU;
+				CHECK(gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
+								   (const bool *const *) nulls, &settings, order,
+								   &report) == GS_OK, "gs_sort_rows");
+				for (int c = 0; c < 2; c++)
 				{
-					const test_row *row = &rows[order[i]];
-					uint64_t	encoded[2] = {gs_encode_int64(row->value[0]), gs_encode_int64(row->value[1])};
-
-					words[i] = gs_key_layout_pack(&layout, (unsigned) w, encoded, row->null);
+					free(keys[c]);
+					free(nulls[c]);
 				}
-				gs_sort_request_init(&request);
-				request.n = n;
-				request.key_bytes = 8;
-				request.key_bits = layout.word_bits[w];
-				request.keys = words;
-				request.row_index = pass_index;
-				request.device = GS_DEVICE_CPU;
-				gs_sort(&request, &report);
-				for (size_t i = 0; i < n; i++)
-					scratch[i] = order[pass_index[i]];
-				memcpy(order, scratch, n * sizeof(uint32_t));
 			}
 			memcpy(expected, rows, n * sizeof(test_row));
 			qsort(expected, n, sizeof(test_row), compare_rows_sql);
@@ -491,9 +484,6 @@ test_key_layout(void)
 			free(rows);
 			free(expected);
 			free(order);
-			free(pass_index);
-			free(words);
-			free(scratch);
 		}
 }
 

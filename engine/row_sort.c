@@ -1,0 +1,227 @@
+/*
+ * row_sort.c — sorts rows by several SQL columns, given each row's encoded
+ * column values: what ORDER BY and gpu_sort_pairs() need.
+ *
+ * The key layout (key_layout.c) packs the columns into as few words as the
+ * observed ranges allow; usually one, and then this is a single gs_sort() of
+ * (word, row index). With more words, the rows are sorted least significant
+ * word first, each pass stable, carrying the permutation along.
+ *
+ * The approximate sort orders by one column's intervals; its NULLs do not
+ * belong to any interval, so they are set aside and placed first or last.
+ */
+#include "engine_internal.h"
+
+#include <string.h>
+
+/* Packs word `word` of rows[0..n) (or of rows 0..n-1 when rows is NULL). */
+static void
+pack_word(const gs_key_layout *layout, unsigned word,
+		  const uint64_t *const *column_keys, const bool *const *column_nulls,
+		  const uint32_t *rows, size_t n, void *out, unsigned key_bytes)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		size_t		row = rows ? rows[i] : i;
+		uint64_t	keys[GS_MAX_KEY_COLUMNS];
+		bool		nulls[GS_MAX_KEY_COLUMNS];
+		uint64_t	packed;
+
+		for (int c = 0; c < layout->ncolumns; c++)
+		{
+			keys[c] = column_keys[c][row];
+			nulls[c] = column_nulls[c] != NULL && column_nulls[c][row];
+		}
+		packed = gs_key_layout_pack(layout, word, keys, nulls);
+		if (key_bytes == 4)
+			((uint32_t *) out)[i] = (uint32_t) packed;
+		else
+			((uint64_t *) out)[i] = packed;
+	}
+}
+
+static void
+add_report(gs_sort_report *total, const gs_sort_report *pass, bool first)
+{
+	if (first)
+	{
+		*total = *pass;
+		return;
+	}
+	total->upload_ms += pass->upload_ms;
+	total->sort_ms += pass->sort_ms;
+	total->download_ms += pass->download_ms;
+	if (pass->gpu_bytes > total->gpu_bytes)
+		total->gpu_bytes = pass->gpu_bytes;
+	if (pass->fell_back)
+	{
+		total->fell_back = true;
+		total->gpu_status = pass->gpu_status;
+		memcpy(total->gpu_message, pass->gpu_message, sizeof(total->gpu_message));
+	}
+	total->ran_on = pass->ran_on;
+}
+
+static gs_status
+sort_rows_exact(const gs_key_layout *layout, size_t n,
+				const uint64_t *const *column_keys,
+				const bool *const *column_nulls,
+				const gs_sort_request *settings, uint32_t *order,
+				gs_sort_report *report)
+{
+	const gs_allocator *allocator = &settings->allocator;
+	unsigned	widest = 0;
+	void	   *keys;
+	bool		pinned;
+	uint32_t   *pass_index;
+	uint32_t   *scratch = NULL;
+	gs_status	status = GS_OK;
+
+	for (unsigned w = 0; w < layout->nwords; w++)
+		if (layout->word_bits[w] > widest)
+			widest = layout->word_bits[w];
+	keys = gs_host_buffer_alloc(n * (widest <= 32 ? 4 : 8),
+								settings->device != GS_DEVICE_CPU &&
+								n >= settings->gpu_min_elements, &pinned);
+	pass_index = engine_alloc(allocator, n * sizeof(uint32_t));
+	if (layout->nwords > 1)
+		scratch = engine_alloc(allocator, n * sizeof(uint32_t));
+	if (keys == NULL || pass_index == NULL || (layout->nwords > 1 && scratch == NULL))
+	{
+		status = GS_ERR_OUT_OF_MEMORY;
+		goto done;
+	}
+
+	for (int w = (int) layout->nwords - 1; w >= 0; w--)
+	{
+		bool		first_pass = (w == (int) layout->nwords - 1);
+		gs_sort_request request = *settings;
+		gs_sort_report pass_report;
+
+		request.n = n;
+		request.key_bits = layout->word_bits[w];
+		request.key_bytes = request.key_bits <= 32 ? 4 : 8;
+		request.keys = keys;
+		request.row_index = first_pass ? order : pass_index;
+		pack_word(layout, (unsigned) w, column_keys, column_nulls,
+				  first_pass ? NULL : order, n, keys, request.key_bytes);
+		status = gs_sort(&request, &pass_report);
+		add_report(report, &pass_report, first_pass);
+		if (status != GS_OK)
+			goto done;
+		if (!first_pass)
+		{
+			for (size_t i = 0; i < n; i++)
+				scratch[i] = order[pass_index[i]];
+			memcpy(order, scratch, n * sizeof(uint32_t));
+		}
+	}
+	report->valid_outputs = n;
+done:
+	gs_host_buffer_free(keys, pinned);
+	engine_free(allocator, pass_index);
+	engine_free(allocator, scratch);
+	return status;
+}
+
+static gs_status
+sort_rows_approx(const gs_key_layout *layout, size_t n,
+				 const uint64_t *column_keys, const bool *column_nulls,
+				 const gs_sort_request *settings, uint32_t *order,
+				 gs_sort_report *report)
+{
+	const gs_key_column *column = &layout->columns[0];
+	const gs_allocator *allocator = &settings->allocator;
+	size_t		nnulls = 0;
+	size_t		nvalues;
+	uint64_t   *keys;
+	uint32_t   *value_rows;
+	uint32_t   *value_order;
+	gs_sort_request request = *settings;
+	gs_status	status;
+	size_t		limit = settings->limit;
+	size_t		at = 0;
+
+	if (column_nulls != NULL)
+		for (size_t i = 0; i < n; i++)
+			nnulls += column_nulls[i];
+	nvalues = n - nnulls;
+	keys = engine_alloc(allocator, nvalues * sizeof(uint64_t));
+	value_rows = engine_alloc(allocator, nvalues * sizeof(uint32_t));
+	value_order = engine_alloc(allocator, nvalues * sizeof(uint32_t));
+	if (keys == NULL || value_rows == NULL || value_order == NULL)
+	{
+		status = GS_ERR_OUT_OF_MEMORY;
+		goto done;
+	}
+	for (size_t i = 0, v = 0; i < n; i++)
+	{
+		if (column_nulls != NULL && column_nulls[i])
+			continue;
+		/* DESC inverts the key, so interval 0 holds the largest values */
+		keys[v] = column->descending ? column->max_key - column_keys[i]
+			: column_keys[i] - column->min_key;
+		value_rows[v++] = (uint32_t) i;
+	}
+
+	/* NULLs first use up part of the limit */
+	if (limit > 0 && column->nulls_first)
+		limit = limit > nnulls ? limit - nnulls : 1;
+	request.n = nvalues;
+	request.key_bytes = 8;
+	request.key_bits = 64;
+	request.keys = keys;
+	request.row_index = value_order;
+	request.limit = limit;
+	status = gs_sort(&request, report);
+	if (status != GS_OK)
+		goto done;
+
+	if (column->nulls_first && nnulls > 0)
+		for (size_t i = 0; i < n; i++)
+			if (column_nulls[i])
+				order[at++] = (uint32_t) i;
+	for (size_t v = 0; v < report->valid_outputs; v++)
+		order[at++] = value_rows[value_order[v]];
+	if (!column->nulls_first && report->valid_outputs == nvalues && nnulls > 0)
+		for (size_t i = 0; i < n; i++)
+			if (column_nulls[i])
+				order[at++] = (uint32_t) i;
+	report->valid_outputs = at;
+done:
+	engine_free(allocator, keys);
+	engine_free(allocator, value_rows);
+	engine_free(allocator, value_order);
+	return status;
+}
+
+gs_status
+gs_sort_rows(const gs_key_layout *layout, size_t n,
+			 const uint64_t *const *column_keys, const bool *const *column_nulls,
+			 const gs_sort_request *settings, uint32_t *order,
+			 gs_sort_report *report)
+{
+	memset(report, 0, sizeof(*report));
+	report->algorithm = settings->algorithm;
+	report->ran_on = settings->device == GS_DEVICE_GPU ? GS_DEVICE_GPU : GS_DEVICE_CPU;
+	if (n >= UINT32_MAX || layout->ncolumns < 1)
+		return GS_ERR_INVALID_ARGUMENT;
+
+	if (settings->algorithm == GS_ALGO_APPROX)
+	{
+		if (layout->ncolumns != 1)
+			return GS_ERR_INVALID_ARGUMENT;
+		return sort_rows_approx(layout, n, column_keys[0], column_nulls[0],
+								settings, order, report);
+	}
+	if (layout->nwords == 0)
+	{
+		/* every row compares equal: input order is the stable answer */
+		for (size_t i = 0; i < n; i++)
+			order[i] = (uint32_t) i;
+		report->valid_outputs = n;
+		return GS_OK;
+	}
+	return sort_rows_exact(layout, n, column_keys, column_nulls, settings,
+						   order, report);
+}

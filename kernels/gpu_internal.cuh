@@ -1,0 +1,163 @@
+/*
+ * gpu_internal.cuh — the CUDA layer's device-resident entry points: the
+ * sorts on data already in device memory, shared by the C entry points
+ * (which add the transfers) and by the benchmark (bench/bench_kernels.cu),
+ * which times them without transfers. Every function queues work on the
+ * job's stream and returns without waiting; memory it allocates for itself
+ * is released (stream-ordered) before it returns.
+ */
+#ifndef GPUSORT_GPU_INTERNAL_CUH
+#define GPUSORT_GPU_INTERNAL_CUH
+
+#include "gpu_common.cuh"
+
+namespace gs_gpu {
+
+/* ------------------------------------------------------------------------
+ * Sorting networks (gpu_networks.cu)
+ * ------------------------------------------------------------------------ */
+
+/* What the network compares. */
+enum ElementKind
+{
+	ELEMENT_U32 = 0,			/* 32-bit keys only */
+	ELEMENT_U64,				/* 64-bit keys only, or key << 32 | index */
+	ELEMENT_PAIR16				/* {uint64 key, uint32 index}, 16 bytes */
+};
+
+size_t		element_bytes(ElementKind kind);
+
+/* Kernel shapes a network may use, for tuning from the benchmark: shape i of
+ * an element kind is (LOG_R, LOG_NT), 2^(LOG_R+LOG_NT) elements a group. */
+int			network_shape_count(ElementKind kind);
+void		network_shape(ElementKind kind, int index, int *log_r, int *log_nt);
+
+struct NetworkTuning
+{
+	int			tile_shape;		/* -1: the default */
+	int			wide_shape;		/* -1: the default */
+	int			min_run_bits;	/* -1: the default (128-byte rows) */
+};
+
+/* Elements the network's buffer holds: the next power of two of n for the
+ * bitonic network (padded with sentinels), n for the butterfly. */
+size_t		network_buffer_length(gpu_algorithm algorithm, size_t n);
+
+/* Number of global passes the network makes (for byte counts). */
+int			network_pass_count(gpu_algorithm algorithm, ElementKind kind, size_t n,
+							   const NetworkTuning *tuning);
+
+/*
+ * Sorts the first n elements of `elements` (a buffer of
+ * network_buffer_length() elements) with the bitonic or butterfly network;
+ * the bitonic padding is filled here.
+ */
+gpu_status	network_sort_device(Job &job, gpu_algorithm algorithm, ElementKind kind,
+								void *elements, size_t n, const NetworkTuning *tuning);
+
+/* keys (+ the row index i of each key) -> network elements, and back. */
+gpu_status	pack_elements(Job &job, ElementKind kind, const void *keys, unsigned key_bytes,
+						  size_t n, void *elements);
+gpu_status	unpack_elements(Job &job, ElementKind kind, const void *elements, size_t n,
+							void *keys, unsigned key_bytes, uint32_t *row_index);
+
+/* row_index[i] = i */
+gpu_status	iota_device(Job &job, uint32_t *row_index, size_t n);
+
+/* ------------------------------------------------------------------------
+ * Radix sort through CUB (gpu_radix.cu)
+ * ------------------------------------------------------------------------ */
+
+/* Temporary storage CUB asks for. */
+gpu_status	radix_temp_bytes(unsigned key_bytes, unsigned key_bits, size_t n,
+							 bool with_index, size_t *bytes);
+
+/*
+ * Sorts keys (and the row index, which must hold 0..n-1) by their low
+ * key_bits bits, ping-ponging with the _alt buffers; *in_alt says where the
+ * result landed.
+ */
+gpu_status	radix_sort_device(Job &job, unsigned key_bytes, unsigned key_bits, size_t n,
+							  void *keys, void *keys_alt, uint32_t *row_index,
+							  uint32_t *row_index_alt, bool *in_alt);
+
+/* ------------------------------------------------------------------------
+ * Exact sort of device-resident keys (gpu_sort.cu): picks the element
+ * kind, packs, sorts, unpacks.
+ * ------------------------------------------------------------------------ */
+struct ExactLayout
+{
+	size_t		key_capacity;	/* elements the keys buffer must hold */
+	bool		needs_alt;		/* radix: alternate keys (and index) buffers */
+	ElementKind element_kind;
+	size_t		element_count;	/* a separate element buffer, 0 = sort in place */
+	size_t		temp_bytes;		/* scratch allocated inside (CUB) */
+	size_t		total_bytes;	/* everything, keys and index included */
+};
+
+gpu_status	exact_sort_layout(gpu_algorithm algorithm, unsigned key_bytes, unsigned key_bits,
+							  size_t n, bool with_index, ExactLayout *layout);
+
+struct ExactBuffers
+{
+	void	   *keys;			/* layout.key_capacity keys, n of them filled */
+	uint32_t   *row_index;		/* n, or NULL for keys only */
+	void	   *keys_alt;		/* radix only */
+	uint32_t   *row_index_alt;	/* radix with index only */
+	void	   *elements;		/* networks with index only */
+};
+
+/* Sorts; the result is in keys/row_index, or in the _alt buffers when
+ * *in_alt (radix only). */
+gpu_status	exact_sort_device(Job &job, gpu_algorithm algorithm, unsigned key_bytes,
+							  unsigned key_bits, size_t n, const ExactLayout &layout,
+							  const ExactBuffers &buffers, const NetworkTuning *tuning,
+							  bool *in_alt);
+
+/* ------------------------------------------------------------------------
+ * Min and max (gpu_minmax.cu)
+ * ------------------------------------------------------------------------ */
+
+/* Scratch memory minmax_device allocates. */
+size_t		minmax_temp_bytes(size_t n, unsigned key_bytes);
+
+/* result[0] = min, result[1] = max (device memory, 2 uint64). */
+gpu_status	minmax_device(Job &job, const void *keys, unsigned key_bytes, size_t n,
+						  uint64_t *result);
+
+/* ------------------------------------------------------------------------
+ * Approximate interval sort (gpu_approx.cu)
+ * ------------------------------------------------------------------------ */
+
+/* What the approximate sort leaves in device memory for the host. */
+struct ApproxResult
+{
+	uint64_t	min_key;
+	uint64_t	max_key;
+	uint64_t	valid_outputs;
+	uint64_t	cut;			/* last interval written */
+};
+
+enum ApproxScatter
+{
+	APPROX_SCATTER_AUTO = 0,
+	APPROX_SCATTER_CURSORS,		/* one global cursor per interval */
+	APPROX_SCATTER_BLOCK_OFFSETS	/* per-block offsets, no global atomics */
+};
+
+size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,
+							  ApproxScatter scatter);
+
+/*
+ * Writes the keys of intervals 0 .. cut (and their row index, if out_index)
+ * to out_keys in interval order; `result` (device memory) receives min,
+ * max, cut and the number of outputs written.
+ */
+gpu_status	approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n,
+							   uint32_t intervals, size_t limit, void *out_keys,
+							   uint32_t *out_index, ApproxResult *result,
+							   ApproxScatter scatter);
+
+}								/* namespace gs_gpu */
+
+#endif							/* GPUSORT_GPU_INTERNAL_CUH */

@@ -1,0 +1,851 @@
+/*
+ * gpu_network_core.cuh — the machinery of the GPU sorting networks (bitonic
+ * and butterfly), written once for the CUDA kernels (gpu_networks.cu) and for
+ * a host emulation that tests it without a GPU (test/gpu/emulate_networks.cu).
+ *
+ * A network of 2^k elements is a sequence of compare-exchange steps, each
+ * pairing every index i with i ^ 2^b for one bit b (bitonic: direction by bit
+ * `stage` of i; butterfly: ascending, after the stage's "flip", see below).
+ * Doing one step per kernel over global memory is hopelessly memory bound, so
+ * the steps are grouped into *passes*: a pass hands each thread block one
+ * *group* of 2^G elements whose indices differ only in G chosen bits, and the
+ * block performs, on registers and shared memory, every step of the pass
+ * (all of whose bits are among those G), then writes the group back.
+ *
+ * Which G bits? A group's local index (0..2^G-1) maps to a global index by
+ *     local bits [0, run_bits)      -> global bits [0, run_bits)
+ *     local bits [run_bits, G)      -> global bits [high_bit, high_bit + G - run_bits)
+ *     the block number              -> all other global bits.
+ * "Tile" passes take contiguous tiles (run_bits = G): the first pass sorts
+ * whole tiles, later ones finish a stage's strides below 2^G. "Wide" passes
+ * handle a stage's large strides 2^high_bit .. 2^(high_bit+L-1), L = G -
+ * run_bits of them at once; the group's 2^run_bits consecutive elements per
+ * row keep the global accesses coalesced (runs of >= 128 bytes).
+ *
+ * Inside a block, every thread holds R = 2^LOG_R elements in registers. A
+ * *window* q says which local bits the register number spans: element e of
+ * thread t has local index
+ *     (t & (2^q - 1)) | (e << q) | ((t >> q) << (q + LOG_R)),
+ * so a step on local bit b with q <= b < q + LOG_R is a compare-exchange
+ * between two registers of one thread, with no communication at all. To
+ * reach other bits the block changes window through shared memory (write
+ * every register, barrier, read back in the new window): one exchange per
+ * LOG_R steps rather than one per step. When the window starts at bit 5 or
+ * above, the 32 lanes of a warp hold 32 consecutive elements of each
+ * register, so a window can be loaded from and stored to global memory
+ * directly, coalesced; otherwise the group goes through shared memory.
+ *
+ * The butterfly's flip (i <-> i ^ (2^s - 1) within blocks of 2^s) pairs
+ * indices that differ in many bits. Mirroring the upper half of every block
+ * of 2^s (index i with bit s-1 set is stored at i ^ (2^(s-1) - 1)) turns the
+ * flip into an ordinary step on bit s-1; in that mirrored *view* the
+ * half-cleaners that follow are ascending in the lower half and descending in
+ * the upper one (which is exactly the bitonic network). A view is applied
+ * when elements move between memory and registers, so no data is reordered
+ * for it. Tile passes apply it to local indices (mirror masks stay inside the
+ * tile), wide passes to global indices.
+ *
+ * Elements compare as plain unsigned keys (keys only) or as (key, row index)
+ * pairs: a uint64 holding key << 32 | index when the key has <= 32 bits, or a
+ * 16-byte {uint64 key, uint32 index} otherwise. Pairs are all distinct, so
+ * the sorted order is unique and equals the stable CPU radix sort's.
+ * Positions at or past the memory length read as +infinity sentinels and are
+ * never written: the butterfly needs no padding that way, and groups beyond
+ * the padded length of a small bitonic sort cost nothing.
+ */
+#ifndef GPUSORT_GPU_NETWORK_CORE_CUH
+#define GPUSORT_GPU_NETWORK_CORE_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#define NET_HD __host__ __device__ __forceinline__
+#define NET_UNROLL _Pragma("unroll")
+#else
+#define NET_HD inline
+#define NET_UNROLL
+#endif
+
+namespace gs_net {
+
+/* ------------------------------------------------------------------------
+ * Element types
+ * ------------------------------------------------------------------------ */
+
+/* (key, row index) when the key needs more than 32 bits: 16 bytes in memory
+ * so that one 16-byte access moves one element. */
+struct alignas(16) Pair16
+{
+	uint64_t	key;
+	uint32_t	index;
+	uint32_t	unused;			/* always written as 0 */
+};
+
+/* The same pair in registers (the padding is not carried). */
+struct PairReg
+{
+	uint64_t	key;
+	uint32_t	index;
+};
+
+template <class M> struct ElementTraits;
+
+template <> struct ElementTraits<uint32_t>
+{
+	typedef uint32_t Reg;
+	static const int LOG_PER_LINE = 5;	/* elements per 128-byte line */
+	NET_HD static Reg sentinel() { return 0xffffffffu; }
+	NET_HD static bool less(const Reg &a, const Reg &b) { return a < b; }
+	NET_HD static Reg load(const uint32_t *p) { return *p; }
+	NET_HD static void store(uint32_t *p, const Reg &v) { *p = v; }
+};
+
+template <> struct ElementTraits<uint64_t>
+{
+	typedef uint64_t Reg;
+	static const int LOG_PER_LINE = 4;
+	NET_HD static Reg sentinel() { return ~(uint64_t) 0; }
+	NET_HD static bool less(const Reg &a, const Reg &b) { return a < b; }
+	NET_HD static Reg load(const uint64_t *p) { return *p; }
+	NET_HD static void store(uint64_t *p, const Reg &v) { *p = v; }
+};
+
+template <> struct ElementTraits<Pair16>
+{
+	typedef PairReg Reg;
+	static const int LOG_PER_LINE = 3;
+	NET_HD static Reg sentinel()
+	{
+		Reg		r;
+
+		r.key = ~(uint64_t) 0;
+		r.index = 0xffffffffu;	/* above every real index: n < 2^32 - 1 */
+		return r;
+	}
+	NET_HD static bool less(const Reg &a, const Reg &b)
+	{
+		return a.key < b.key || (a.key == b.key && a.index < b.index);
+	}
+	NET_HD static Reg load(const Pair16 *p)
+	{
+		Reg		r;
+#ifdef __CUDA_ARCH__
+		/* one 16-byte load */
+		ulonglong2	raw = *reinterpret_cast<const ulonglong2 *>(p);
+
+		r.key = raw.x;
+		r.index = (uint32_t) raw.y;
+#else
+		r.key = p->key;
+		r.index = p->index;
+#endif
+		return r;
+	}
+	NET_HD static void store(Pair16 *p, const Reg &v)
+	{
+#ifdef __CUDA_ARCH__
+		*reinterpret_cast<ulonglong2 *>(p) = make_ulonglong2(v.key, (uint64_t) v.index);
+#else
+		p->key = v.key;
+		p->index = v.index;
+		p->unused = 0;
+#endif
+	}
+};
+
+/* ------------------------------------------------------------------------
+ * Pass programs
+ * ------------------------------------------------------------------------ */
+
+enum OpKind
+{
+	OP_LOAD = 0,				/* a = window, b = local view, c = direct from global */
+	OP_EXCHANGE,				/* a = window, b = local view: via shared memory */
+	OP_STEP,					/* a = register bit, b = DirKind, c = direction bit */
+	OP_FLIP,					/* a = stage s <= LOG_R: in-register flip (window 0) */
+	OP_STORE					/* c = direct to global */
+};
+
+enum DirKind
+{
+	DIR_ASCENDING = 0,
+	DIR_LOCAL_BIT,				/* descending where local (view) bit c is set */
+	DIR_GLOBAL_BIT				/* descending where global bit c is set
+								 * (a bit outside the group: same for all) */
+};
+
+struct Op
+{
+	uint8_t		kind;
+	uint8_t		a;
+	uint8_t		b;
+	uint8_t		c;
+};
+
+/* Enough for the first tile pass of a 2^15 tile: 120 steps and ~30 exchanges. */
+#define NET_MAX_OPS 200
+
+struct Pass
+{
+	uint8_t		shape;			/* which kernel shape runs it (tile or wide) */
+	uint8_t		run_bits;
+	uint8_t		high_bit;
+	uint8_t		global_view;	/* stage s of a global mirror view, 0 = none */
+	uint16_t	nops;
+	uint16_t	unused;
+	Op			ops[NET_MAX_OPS];
+};
+
+/* ------------------------------------------------------------------------
+ * Index arithmetic
+ * ------------------------------------------------------------------------ */
+
+/* The mirror view of stage s: i with bit s-1 set <-> i ^ (2^(s-1) - 1). */
+NET_HD uint32_t
+mirror32(uint32_t i, int s)
+{
+	if (s > 0 && ((i >> (s - 1)) & 1))
+		i ^= (1u << (s - 1)) - 1;
+	return i;
+}
+
+NET_HD uint64_t
+mirror64(uint64_t i, int s)
+{
+	if (s > 0 && ((i >> (s - 1)) & 1))
+		i ^= ((uint64_t) 1 << (s - 1)) - 1;
+	return i;
+}
+
+/* Global index bits contributed by a local index. */
+NET_HD uint64_t
+spread_local(uint32_t local, int run_bits, int high_bit)
+{
+	return (uint64_t) (local & ((1u << run_bits) - 1)) |
+		((uint64_t) (local >> run_bits) << high_bit);
+}
+
+/* Global index bits contributed by the group (block) number. */
+NET_HD uint64_t
+group_base(uint64_t group, int group_bits, int run_bits, int high_bit)
+{
+	int			low_bits = high_bit - run_bits;	/* between the run and the high bits */
+	uint64_t	low = group & (((uint64_t) 1 << low_bits) - 1);
+
+	return (low << run_bits) |
+		((group >> low_bits) << (high_bit + group_bits - run_bits));
+}
+
+/*
+ * Shared-memory placement. Element slot `local` goes to
+ *     local ^ ((local >> SHIFT) & (PER_LINE - 1)),
+ * an XOR of some higher bits into the position within a 128-byte line. With
+ * SHIFT = LOG_R (>= LOG_PER_LINE), for every window the lanes of a warp span
+ * enough independent bank bits that each register's access takes the
+ * minimum number of wavefronts (checked for all shapes by
+ * test/gpu/emulate_networks.cpp); a plain row-XOR (SHIFT = LOG_PER_LINE)
+ * leaves 2-4 way conflicts in the windows near bit 0.
+ */
+template <int LOG_PER_LINE, int SHIFT>
+NET_HD uint32_t
+swizzle(uint32_t local)
+{
+	return local ^ ((local >> SHIFT) & ((1u << LOG_PER_LINE) - 1));
+}
+
+/* Per-register-bit masks: bit e of kRegBitMask[k] is bit k of e. */
+NET_HD uint32_t
+register_bit_mask(int k)
+{
+	return k == 0 ? 0xaaaaaaaau : k == 1 ? 0xccccccccu : k == 2 ? 0xf0f0f0f0u :
+		k == 3 ? 0xff00ff00u : 0xffff0000u;
+}
+
+/* ------------------------------------------------------------------------
+ * One thread's part of a pass
+ * ------------------------------------------------------------------------ */
+template <class M, int LOG_R, int LOG_NT>
+struct PassThread
+{
+	typedef ElementTraits<M> Traits;
+	typedef typename Traits::Reg Reg;
+	static const int R = 1 << LOG_R;
+	static const int NT = 1 << LOG_NT;
+	static const int G = LOG_R + LOG_NT;
+	static const int SWIZZLE_SHIFT = LOG_R > Traits::LOG_PER_LINE ? LOG_R : Traits::LOG_PER_LINE;
+
+	Reg			v[R];
+
+	/* where this thread is */
+	uint32_t	tid;
+	M		   *data;
+	uint64_t	mem_length;		/* positions >= this are +infinity, never written */
+	uint64_t	base;			/* global bits of the group */
+	int			run_bits;
+	int			high_bit;
+	int			global_view;
+	M		   *smem;
+	bool		inside;			/* the whole group lies below mem_length */
+
+	/* current layout */
+	int			q;				/* register window starts at local bit q */
+	int			local_view;
+	uint32_t	thread_part;	/* local index bits that come from tid */
+	bool		affine;			/* global(e) = first_global | (e << shift) */
+	uint64_t	first_global;
+	int			shift;
+
+	NET_HD void begin(M *data_, uint64_t mem_length_, uint64_t group, uint32_t tid_,
+					  const Pass &pass, M *smem_)
+	{
+		tid = tid_;
+		data = data_;
+		mem_length = mem_length_;
+		run_bits = pass.run_bits;
+		high_bit = pass.high_bit;
+		global_view = pass.global_view;
+		smem = smem_;
+		base = group_base(group, G, run_bits, high_bit);
+
+		/* highest global position the group can touch, views included */
+		uint64_t	top = base | spread_local((1u << G) - 1, run_bits, high_bit);
+
+		if (global_view > 0)
+			top |= ((uint64_t) 1 << (global_view - 1)) - 1;
+		inside = top < mem_length;
+		set_layout(0, 0);
+	}
+
+	NET_HD void set_layout(int q_, int local_view_)
+	{
+		q = q_;
+		local_view = local_view_;
+		thread_part = (tid & ((1u << q) - 1)) | ((tid >> q) << (q + LOG_R));
+		/*
+		 * Without a local view, and with the window either in the high
+		 * (non-run) bits or in a contiguous tile, the global index of
+		 * register e is a constant OR e shifted: cheap to compute.
+		 */
+		affine = false;
+		if (local_view == 0)
+		{
+			if (q >= run_bits)
+			{
+				affine = true;
+				shift = q - run_bits + high_bit;
+				first_global = base | spread_local(thread_part, run_bits, high_bit);
+			}
+			else if (run_bits == G)
+			{
+				affine = true;
+				shift = q;
+				first_global = base | thread_part;
+			}
+		}
+	}
+
+	NET_HD uint32_t view_local(int e) const
+	{
+		return thread_part | ((uint32_t) e << q);
+	}
+
+	/* The actual local index (shared-memory slot) of register e. */
+	NET_HD uint32_t actual_local(int e) const
+	{
+		return mirror32(view_local(e), local_view);
+	}
+
+	/* The global position of register e. */
+	NET_HD uint64_t global_of(int e) const
+	{
+		uint64_t	g;
+
+		if (affine)
+			g = first_global | ((uint64_t) e << shift);
+		else
+			g = base | spread_local(actual_local(e), run_bits, high_bit);
+		return mirror64(g, global_view);
+	}
+
+	/* The global position of local (shared-memory) slot `local`. */
+	NET_HD uint64_t global_of_local(uint32_t local) const
+	{
+		return mirror64(base | spread_local(local, run_bits, high_bit), global_view);
+	}
+
+	NET_HD Reg fetch(uint64_t g) const
+	{
+		if (inside || g < mem_length)
+			return Traits::load(data + g);
+		return Traits::sentinel();
+	}
+
+	NET_HD void put(uint64_t g, const Reg &x) const
+	{
+		if (inside || g < mem_length)
+			Traits::store(data + g, x);
+	}
+
+	/* ---- moving data ---- */
+
+	NET_HD void load_direct()
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			v[e] = fetch(global_of(e));
+	}
+
+	NET_HD void store_direct() const
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			put(global_of(e), v[e]);
+	}
+
+	/* Global -> shared memory, consecutive threads on consecutive slots. */
+	NET_HD void load_group_to_smem() const
+	{
+NET_UNROLL
+		for (int k = 0; k < R; k++)
+		{
+			uint32_t	local = tid + (uint32_t) k * NT;
+
+			Traits::store(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(local),
+						  fetch(global_of_local(local)));
+		}
+	}
+
+	NET_HD void store_group_from_smem() const
+	{
+NET_UNROLL
+		for (int k = 0; k < R; k++)
+		{
+			uint32_t	local = tid + (uint32_t) k * NT;
+
+			put(global_of_local(local),
+				Traits::load(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(local)));
+		}
+	}
+
+	NET_HD void write_smem() const
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			Traits::store(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(actual_local(e)), v[e]);
+	}
+
+	NET_HD void read_smem()
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			v[e] = Traits::load(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(actual_local(e)));
+	}
+
+	/* ---- comparing ---- */
+
+	NET_HD static void compare_exchange(Reg &a, Reg &b, bool descending)
+	{
+		bool		swap = Traits::less(b, a) != descending;
+		Reg			low = swap ? b : a;
+		Reg			high = swap ? a : b;
+
+		a = low;
+		b = high;
+	}
+
+	template <int J>
+	NET_HD void step_ascending()
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			if (!(e & (1 << J)))
+				compare_exchange(v[e], v[e | (1 << J)], false);
+	}
+
+	/* descending where bit e of `descending_mask` is set (e: lower register) */
+	template <int J>
+	NET_HD void step_directed(uint32_t descending_mask)
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			if (!(e & (1 << J)))
+				compare_exchange(v[e], v[e | (1 << J)], (descending_mask >> e) & 1);
+	}
+
+	/* The flip of stage S in window 0: e <-> e ^ (2^S - 1). */
+	template <int S>
+	NET_HD void flip()
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			if (!(e & (1 << (S - 1))))
+				compare_exchange(v[e], v[e ^ ((1 << S) - 1)], false);
+	}
+
+	/* Which registers start a descending pair, for a direction bit. */
+	NET_HD uint32_t descending_mask(int kind, int bit) const
+	{
+		bool		set;
+
+		if (kind == DIR_GLOBAL_BIT)
+			set = (base >> bit) & 1;
+		else if (bit >= q && bit < q + LOG_R)
+			return register_bit_mask(bit - q);
+		else
+			set = (thread_part >> bit) & 1;
+		return set ? 0xffffffffu : 0u;
+	}
+
+	NET_HD void step(int j, int kind, int bit)
+	{
+		if (kind == DIR_ASCENDING)
+		{
+			switch (j)
+			{
+				case 0: step_ascending<0>(); break;
+				case 1: step_ascending<(LOG_R > 1 ? 1 : 0)>(); break;
+				case 2: step_ascending<(LOG_R > 2 ? 2 : 0)>(); break;
+				case 3: step_ascending<(LOG_R > 3 ? 3 : 0)>(); break;
+				default: step_ascending<(LOG_R > 4 ? 4 : 0)>(); break;
+			}
+			return;
+		}
+		uint32_t	mask = descending_mask(kind, bit);
+
+		switch (j)
+		{
+			case 0: step_directed<0>(mask); break;
+			case 1: step_directed<(LOG_R > 1 ? 1 : 0)>(mask); break;
+			case 2: step_directed<(LOG_R > 2 ? 2 : 0)>(mask); break;
+			case 3: step_directed<(LOG_R > 3 ? 3 : 0)>(mask); break;
+			default: step_directed<(LOG_R > 4 ? 4 : 0)>(mask); break;
+		}
+	}
+
+	NET_HD void flip_stage(int s)
+	{
+		switch (s)
+		{
+			case 1: flip<1>(); break;
+			case 2: flip<(LOG_R >= 2 ? 2 : 1)>(); break;
+			case 3: flip<(LOG_R >= 3 ? 3 : 1)>(); break;
+			case 4: flip<(LOG_R >= 4 ? 4 : 1)>(); break;
+			default: flip<(LOG_R >= 5 ? 5 : 1)>(); break;
+		}
+	}
+};
+
+}								/* namespace gs_net */
+
+/* ------------------------------------------------------------------------
+ * The planner (host only): which passes, with which programs
+ * ------------------------------------------------------------------------ */
+#include <vector>
+
+namespace gs_net {
+
+struct Shape
+{
+	int			log_r;
+	int			log_nt;
+	int			group_bits() const { return log_r + log_nt; }
+};
+
+struct PlanParams
+{
+	bool		bitonic;		/* else butterfly */
+	int			log_length;		/* the network sorts 2^log_length positions */
+	int			element_bytes;
+	Shape		tile;			/* shape 0 */
+	Shape		wide;			/* shape 1 */
+	int			min_run_bits;	/* shortest row of a wide group, log2 */
+};
+
+enum { SHAPE_TILE = 0, SHAPE_WIDE = 1 };
+
+class PassBuilder
+{
+  public:
+	PassBuilder(int shape, int run_bits, int high_bit, int global_view, int element_bytes)
+		: element_bytes_(element_bytes), ok_(true)
+	{
+		memset(&pass_, 0, sizeof(pass_));
+		pass_.shape = (uint8_t) shape;
+		pass_.run_bits = (uint8_t) run_bits;
+		pass_.high_bit = (uint8_t) high_bit;
+		pass_.global_view = (uint8_t) global_view;
+		q_ = -1;
+		view_ = 0;
+	}
+
+	/* Direct global access pays when each warp access covers whole lines:
+	 * the lanes span local bits [0, min(q, 5)), contiguous below run_bits. */
+	bool direct(int q) const
+	{
+		int			bits = q < 5 ? q : 5;
+
+		if (bits > pass_.run_bits)
+			bits = pass_.run_bits;
+		return ((1 << bits) * element_bytes_) >= 128;
+	}
+
+	void op(int kind, int a, int b, int c)
+	{
+		if (pass_.nops >= NET_MAX_OPS)
+		{
+			ok_ = false;
+			return;
+		}
+		Op		   &o = pass_.ops[pass_.nops++];
+
+		o.kind = (uint8_t) kind;
+		o.a = (uint8_t) a;
+		o.b = (uint8_t) b;
+		o.c = (uint8_t) c;
+	}
+
+	void load(int q, int view)
+	{
+		op(OP_LOAD, q, view, direct(q) && view == 0);
+		q_ = q;
+		view_ = view;
+	}
+
+	/* Moves to window q (and view), unless already there. */
+	void window(int q, int view)
+	{
+		if (q == q_ && view == view_)
+			return;
+		op(OP_EXCHANGE, q, view, 0);
+		q_ = q;
+		view_ = view;
+	}
+
+	/* A step on local bit b, which must lie in the current window. */
+	void step(int b, int kind, int bit)
+	{
+		if (b < q_ || b >= q_ + log_r_)
+			ok_ = false;
+		op(OP_STEP, b - q_, kind, bit);
+	}
+
+	void flip(int s) { op(OP_FLIP, s, 0, 0); }
+	void store() { op(OP_STORE, 0, 0, direct(q_) && view_ == 0); }
+
+	int			q() const { return q_; }
+	int			view() const { return view_; }
+	void		set_log_r(int log_r) { log_r_ = log_r; }
+	bool		ok() const { return ok_; }
+	const Pass &pass() const { return pass_; }
+
+  private:
+	Pass		pass_;
+	int			element_bytes_;
+	int			q_;
+	int			view_;
+	int			log_r_ = 0;
+	bool		ok_;
+};
+
+/*
+ * The first pass: sorts every tile of 2^G (or the whole array when
+ * shorter), stages 1 .. stages, by the chosen network.
+ */
+static inline bool
+plan_first_tile_pass(const PlanParams &p, int stages, std::vector<Pass> &out)
+{
+	const int	r = p.tile.log_r;
+	const int	G = p.tile.group_bits();
+	PassBuilder b(SHAPE_TILE, G, G, 0, p.element_bytes);
+
+	b.set_log_r(r);
+	b.load(0, 0);
+	for (int s = 1; s <= stages; s++)
+	{
+		int			dir_kind = s < G ? DIR_LOCAL_BIT : DIR_GLOBAL_BIT;
+
+		if (s <= r)
+		{
+			/* the whole stage inside window 0 */
+			b.window(0, 0);
+			if (p.bitonic)
+			{
+				for (int bit = s - 1; bit >= 0; bit--)
+					b.step(bit, dir_kind, s);
+			}
+			else
+			{
+				b.flip(s);
+				for (int bit = s - 2; bit >= 0; bit--)
+					b.step(bit, DIR_ASCENDING, 0);
+			}
+			continue;
+		}
+		/* bits s-1 .. 0, in windows of r bits from the top */
+		int			view = p.bitonic ? 0 : s;
+		int			next = s - 1;
+
+		while (next >= 0)
+		{
+			int			q = next - r + 1 > 0 ? next - r + 1 : 0;
+
+			b.window(q, view);
+			for (int bit = next; bit >= q; bit--)
+			{
+				if (p.bitonic)
+					b.step(bit, dir_kind, s);
+				else if (bit == s - 1)
+					b.step(bit, DIR_ASCENDING, 0);	/* the flip, in the view */
+				else
+					b.step(bit, DIR_LOCAL_BIT, s - 1);
+			}
+			next = q - 1;
+		}
+	}
+	b.store();
+	if (!b.ok())
+		return false;
+	out.push_back(b.pass());
+	return true;
+}
+
+/* Strides 2^(G-1) .. 1 of stage s > G, on contiguous tiles. */
+static inline bool
+plan_tail_pass(const PlanParams &p, int s, std::vector<Pass> &out)
+{
+	const int	r = p.tile.log_r;
+	const int	G = p.tile.group_bits();
+	PassBuilder b(SHAPE_TILE, G, G, 0, p.element_bytes);
+	int			next = G - 1;
+	bool		first = true;
+
+	b.set_log_r(r);
+	while (next >= 0)
+	{
+		int			q = next - r + 1 > 0 ? next - r + 1 : 0;
+
+		if (first)
+			b.load(q, 0);
+		else
+			b.window(q, 0);
+		first = false;
+		for (int bit = next; bit >= q; bit--)
+		{
+			if (p.bitonic)
+				b.step(bit, DIR_GLOBAL_BIT, s);
+			else
+				b.step(bit, DIR_ASCENDING, 0);
+		}
+		next = q - 1;
+	}
+	b.store();
+	if (!b.ok())
+		return false;
+	out.push_back(b.pass());
+	return true;
+}
+
+/* Global bits top .. top-L+1 of stage s (all >= the tile bits). */
+static inline bool
+plan_wide_pass(const PlanParams &p, int s, int top, int L, std::vector<Pass> &out)
+{
+	const int	r = p.wide.log_r;
+	const int	G = p.wide.group_bits();
+	const int	run_bits = G - L;
+	const int	high_bit = top - L + 1;
+	const bool	has_flip = !p.bitonic && top == s - 1;
+	PassBuilder b(SHAPE_WIDE, run_bits, high_bit, has_flip ? s : 0, p.element_bytes);
+	int			next = G - 1;	/* local bit of global bit `top` */
+	bool		first = true;
+
+	if (run_bits > high_bit || run_bits < 0)
+		return false;
+	b.set_log_r(r);
+	while (next >= run_bits)
+	{
+		/* keep windows at or above the run bits: direct global access */
+		int			q = next - r + 1;
+
+		if (q < run_bits)
+			q = run_bits;
+		if (q + r > G)
+			q = G - r;
+		if (first)
+			b.load(q, 0);
+		else
+			b.window(q, 0);
+		first = false;
+		for (int bit = next; bit >= q && bit >= run_bits; bit--)
+		{
+			if (p.bitonic)
+				b.step(bit, DIR_GLOBAL_BIT, s);
+			else if (has_flip && bit == G - 1)
+				b.step(bit, DIR_ASCENDING, 0);	/* the flip, in the view */
+			else if (has_flip)
+				b.step(bit, DIR_LOCAL_BIT, G - 1);
+			else
+				b.step(bit, DIR_ASCENDING, 0);
+		}
+		next = (q > run_bits ? q : run_bits) - 1;
+	}
+	b.store();
+	if (!b.ok())
+		return false;
+	out.push_back(b.pass());
+	return true;
+}
+
+/*
+ * The whole network as passes. Returns false if the parameters cannot work
+ * (the wide groups must fit under the tiles: wide G <= tile G + 1).
+ */
+static inline bool
+plan_network(const PlanParams &p, std::vector<Pass> &out)
+{
+	const int	Gt = p.tile.group_bits();
+	const int	Gw = p.wide.group_bits();
+	const int	max_wide_bits = Gw - p.min_run_bits;
+
+	out.clear();
+	if (p.log_length <= 0)
+		return true;
+	if (Gw > Gt + 1 || max_wide_bits < 1 || p.tile.log_r > 5 || p.wide.log_r > 5 ||
+		p.wide.log_r > Gw || p.tile.log_r > Gt)
+		return false;
+	if (!plan_first_tile_pass(p, p.log_length < Gt ? p.log_length : Gt, out))
+		return false;
+	for (int s = Gt + 1; s <= p.log_length; s++)
+	{
+		int			top = s - 1;
+
+		while (top >= Gt)
+		{
+			int			L = top - Gt + 1;
+
+			if (L > max_wide_bits)
+				L = max_wide_bits;
+			if (!plan_wide_pass(p, s, top, L, out))
+				return false;
+			top -= L;
+		}
+		if (!plan_tail_pass(p, s, out))
+			return false;
+	}
+	return true;
+}
+
+/* Blocks a pass needs for a network of 2^log_length positions. */
+static inline uint64_t
+pass_groups(const PlanParams &p, const Pass &pass)
+{
+	int			G = pass.shape == SHAPE_TILE ? p.tile.group_bits() : p.wide.group_bits();
+
+	if (p.log_length <= G)
+		return 1;
+	return (uint64_t) 1 << (p.log_length - G);
+}
+
+}								/* namespace gs_net */
+
+#endif							/* GPUSORT_GPU_NETWORK_CORE_CUH */

@@ -1,0 +1,511 @@
+/*
+ * gpu_networks.cu — the bitonic and butterfly sorting networks on the GPU.
+ *
+ * The networks are exactly the CPU's (engine/cpu_sort_template.h): Batcher's
+ * bitonic network with alternating directions over the next power of two
+ * (padding on the device with sentinels above every real element), and the
+ * butterfly network's flip form (a flip, then half-cleaners, every
+ * comparator ascending, so that comparators reaching past n are skipped and
+ * no padding is needed). With the row index riding along, elements compare
+ * as (key, index) and the result is the stable sort the CPU produces.
+ *
+ * How the steps are grouped into passes over global memory, and what one
+ * pass does in registers and shared memory, is described in
+ * gpu_network_core.cuh; this file holds the kernel that interprets a pass's
+ * program, the kernel shapes, and the small pack/unpack/fill kernels.
+ *
+ * Cost model at n = 2^24 (8-byte elements, tiles of 2^14): one pass sorts
+ * the tiles (compute bound: ~100 steps in registers and shared memory),
+ * then each of the 10 further stages takes one "wide" pass over its large
+ * strides and one "tail" pass over its strides below the tile size: about
+ * 21 passes, each reading and writing the array once (256 MiB), against
+ * 300 for one kernel per step.
+ */
+#include "gpu_internal.cuh"
+#include "gpu_network_core.cuh"
+
+#include <vector>
+
+namespace gs_gpu {
+
+using gs_net::Pair16;
+using gs_net::Pass;
+using gs_net::PassThread;
+
+/* ------------------------------------------------------------------------
+ * The pass kernel
+ * ------------------------------------------------------------------------ */
+
+/*
+ * One block per group. The program is the same for every block, so every
+ * branch below is uniform across the block, and every __syncthreads() is
+ * reached by all threads. Blocks whose group lies wholly past the data
+ * (butterfly) leave at once.
+ */
+template <class M, int LOG_R, int LOG_NT, int MIN_BLOCKS>
+__global__ void __launch_bounds__(1 << LOG_NT, MIN_BLOCKS)
+network_pass_kernel(M *data, uint64_t mem_length, const __grid_constant__ Pass pass)
+{
+	extern __shared__ __align__(16) unsigned char smem_bytes[];
+	PassThread<M, LOG_R, LOG_NT> t;
+
+	t.begin(data, mem_length, blockIdx.x, threadIdx.x, pass,
+			reinterpret_cast<M *>(smem_bytes));
+	if (t.base >= mem_length)
+		return;
+	for (int i = 0; i < pass.nops; i++)
+	{
+		const gs_net::Op op = pass.ops[i];
+
+		switch (op.kind)
+		{
+			case gs_net::OP_LOAD:
+				if (op.c)
+				{
+					t.set_layout(op.a, op.b);
+					t.load_direct();
+				}
+				else
+				{
+					t.load_group_to_smem();
+					__syncthreads();
+					t.set_layout(op.a, op.b);
+					t.read_smem();
+				}
+				break;
+			case gs_net::OP_EXCHANGE:
+				__syncthreads();	/* everyone has read the previous layout */
+				t.write_smem();
+				__syncthreads();
+				t.set_layout(op.a, op.b);
+				t.read_smem();
+				break;
+			case gs_net::OP_STEP:
+				t.step(op.a, op.b, op.c);
+				break;
+			case gs_net::OP_FLIP:
+				t.flip_stage(op.a);
+				break;
+			case gs_net::OP_STORE:
+				if (op.c)
+					t.store_direct();
+				else
+				{
+					__syncthreads();
+					t.write_smem();
+					__syncthreads();
+					t.store_group_from_smem();
+				}
+				break;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Kernel shapes
+ * ------------------------------------------------------------------------ */
+
+typedef gpu_status (*PassLauncher) (Job &job, void *data, uint64_t mem_length,
+									const Pass &pass, uint64_t groups);
+
+struct ShapeEntry
+{
+	int			log_r;
+	int			log_nt;
+	size_t		smem_bytes;		/* a whole group in shared memory */
+	PassLauncher launch;
+};
+
+static bool
+pass_uses_smem(const Pass &pass)
+{
+	for (int i = 0; i < pass.nops; i++)
+	{
+		const gs_net::Op &op = pass.ops[i];
+
+		if (op.kind == gs_net::OP_EXCHANGE ||
+			((op.kind == gs_net::OP_LOAD || op.kind == gs_net::OP_STORE) && !op.c))
+			return true;
+	}
+	return false;
+}
+
+template <class M, int LOG_R, int LOG_NT, int MIN_BLOCKS>
+static gpu_status
+launch_pass(Job &job, void *data, uint64_t mem_length, const Pass &pass, uint64_t groups)
+{
+	const size_t group_bytes = sizeof(M) << (LOG_R + LOG_NT);
+	static bool configured = false;
+	auto		kernel = network_pass_kernel<M, LOG_R, LOG_NT, MIN_BLOCKS>;
+
+	if (!configured)
+	{
+		GS_TRY(job.check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+											  (int) group_bytes),
+						 "cudaFuncSetAttribute(network pass)"));
+		configured = true;
+	}
+	if (groups > 0x7fffffffu)
+	{
+		set_message("network pass: %llu blocks is too many", (unsigned long long) groups);
+		return GPU_INVALID;
+	}
+	kernel<<<(unsigned) groups, 1 << LOG_NT, pass_uses_smem(pass) ? group_bytes : 0,
+		job.stream()>>>(static_cast<M *>(data), mem_length, pass);
+	return job.launched("network pass");
+}
+
+#define SHAPE(M, R, NT, B) { R, NT, sizeof(M) << (R + NT), launch_pass<M, R, NT, B> }
+
+/* (LOG_R, LOG_NT, blocks per SM the registers must allow) */
+static const ShapeEntry u32_shapes[] = {
+	SHAPE(uint32_t, 5, 8, 4),	/* 2^13, 32 KiB */
+	SHAPE(uint32_t, 5, 9, 2),	/* 2^14, 64 KiB */
+	SHAPE(uint32_t, 5, 10, 1),	/* 2^15, 128 KiB */
+};
+static const ShapeEntry u64_shapes[] = {
+	SHAPE(uint64_t, 4, 9, 2),	/* 2^13, 64 KiB */
+	SHAPE(uint64_t, 5, 8, 2),	/* 2^13, 64 KiB */
+	SHAPE(uint64_t, 5, 9, 1),	/* 2^14, 128 KiB */
+	SHAPE(uint64_t, 4, 10, 1),	/* 2^14, 128 KiB */
+};
+static const ShapeEntry pair_shapes[] = {
+	SHAPE(Pair16, 4, 8, 2),		/* 2^12, 64 KiB */
+	SHAPE(Pair16, 4, 9, 1),		/* 2^13, 128 KiB */
+	SHAPE(Pair16, 5, 8, 1),		/* 2^13, 128 KiB */
+};
+
+#undef SHAPE
+
+/* Default (tile, wide) shapes; see bench/README.md for the measurements. */
+static const int default_tile_shape[3] = {1, 2, 1};
+static const int default_wide_shape[3] = {1, 0, 0};
+
+static const ShapeEntry *
+shapes_of(ElementKind kind, int *count)
+{
+	switch (kind)
+	{
+		case ELEMENT_U32:
+			*count = (int) (sizeof(u32_shapes) / sizeof(u32_shapes[0]));
+			return u32_shapes;
+		case ELEMENT_U64:
+			*count = (int) (sizeof(u64_shapes) / sizeof(u64_shapes[0]));
+			return u64_shapes;
+		case ELEMENT_PAIR16:
+			break;
+	}
+	*count = (int) (sizeof(pair_shapes) / sizeof(pair_shapes[0]));
+	return pair_shapes;
+}
+
+size_t
+element_bytes(ElementKind kind)
+{
+	return kind == ELEMENT_U32 ? 4 : kind == ELEMENT_U64 ? 8 : 16;
+}
+
+int
+network_shape_count(ElementKind kind)
+{
+	int			count;
+
+	shapes_of(kind, &count);
+	return count;
+}
+
+void
+network_shape(ElementKind kind, int index, int *log_r, int *log_nt)
+{
+	int			count;
+	const ShapeEntry *shapes = shapes_of(kind, &count);
+
+	*log_r = shapes[index].log_r;
+	*log_nt = shapes[index].log_nt;
+}
+
+size_t
+network_buffer_length(gpu_algorithm algorithm, size_t n)
+{
+	size_t		length = 1;
+
+	if (algorithm != GPU_ALGO_BITONIC)
+		return n;
+	while (length < n)
+		length <<= 1;
+	return length;
+}
+
+static int
+ceil_log2(size_t n)
+{
+	int			log = 0;
+
+	while (((size_t) 1 << log) < n)
+		log++;
+	return log;
+}
+
+/*
+ * The shapes to use: the tuning's, else the default, shrunk to fit the
+ * device's shared memory per block (GPUs of compute capability 8.6/8.9 have
+ * 99 KiB, the A100 163 KiB, Hopper 227 KiB).
+ */
+static gpu_status
+choose_shapes(ElementKind kind, const NetworkTuning *tuning, int *tile, int *wide)
+{
+	int			count;
+	const ShapeEntry *shapes = shapes_of(kind, &count);
+	size_t		smem_limit = device_properties().sharedMemPerBlockOptin;
+
+	*tile = tuning && tuning->tile_shape >= 0 ? tuning->tile_shape : default_tile_shape[kind];
+	*wide = tuning && tuning->wide_shape >= 0 ? tuning->wide_shape : default_wide_shape[kind];
+	if (*tile >= count || *wide >= count)
+	{
+		set_message("network tuning: no shape %d", *tile >= count ? *tile : *wide);
+		return GPU_INVALID;
+	}
+	while (shapes[*tile].smem_bytes > smem_limit && *tile > 0)
+		(*tile)--;
+	while (shapes[*wide].smem_bytes > smem_limit && *wide > 0)
+		(*wide)--;
+	if (shapes[*tile].smem_bytes > smem_limit || shapes[*wide].smem_bytes > smem_limit)
+	{
+		set_message("the GPU has too little shared memory per block (%zu bytes)", smem_limit);
+		return GPU_UNAVAILABLE;
+	}
+	return GPU_OK;
+}
+
+static gpu_status
+make_plan(gpu_algorithm algorithm, ElementKind kind, size_t n, const NetworkTuning *tuning,
+		  gs_net::PlanParams *params, std::vector<Pass> *passes, int *tile, int *wide)
+{
+	int			count;
+	const ShapeEntry *shapes = shapes_of(kind, &count);
+
+	GS_TRY(choose_shapes(kind, tuning, tile, wide));
+	params->bitonic = algorithm == GPU_ALGO_BITONIC;
+	params->log_length = ceil_log2(n);
+	params->element_bytes = (int) element_bytes(kind);
+	params->tile = gs_net::Shape{shapes[*tile].log_r, shapes[*tile].log_nt};
+	params->wide = gs_net::Shape{shapes[*wide].log_r, shapes[*wide].log_nt};
+	params->min_run_bits = tuning && tuning->min_run_bits >= 0 ? tuning->min_run_bits :
+		ceil_log2(128 / element_bytes(kind));
+	if (!gs_net::plan_network(*params, *passes))
+	{
+		set_message("network tuning: tile shape %d and wide shape %d do not work together",
+					*tile, *wide);
+		return GPU_INVALID;
+	}
+	return GPU_OK;
+}
+
+int
+network_pass_count(gpu_algorithm algorithm, ElementKind kind, size_t n,
+				   const NetworkTuning *tuning)
+{
+	gs_net::PlanParams params;
+	std::vector<Pass> passes;
+	int			tile,
+				wide;
+
+	if (make_plan(algorithm, kind, n, tuning, &params, &passes, &tile, &wide) != GPU_OK)
+		return -1;
+	return (int) passes.size();
+}
+
+/* ------------------------------------------------------------------------
+ * Small kernels: padding, packing, the row index
+ * ------------------------------------------------------------------------ */
+
+template <class M>
+__global__ void
+fill_sentinels_kernel(M *elements, size_t from, size_t to)
+{
+	typedef gs_net::ElementTraits<M> Traits;
+
+	for (size_t i = from + blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < to;
+		 i += (size_t) gridDim.x * blockDim.x)
+		Traits::store(elements + i, Traits::sentinel());
+}
+
+/* key << 32 | i: the key has at most 32 significant bits */
+template <class K>
+__global__ void
+pack_u64_kernel(const K *keys, size_t n, uint64_t *elements)
+{
+	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+		 i += (size_t) gridDim.x * blockDim.x)
+		elements[i] = ((uint64_t) keys[i] << 32) | (uint32_t) i;
+}
+
+__global__ void
+pack_pair16_kernel(const uint64_t *keys, size_t n, Pair16 *elements)
+{
+	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+		 i += (size_t) gridDim.x * blockDim.x)
+	{
+		gs_net::PairReg p;
+
+		p.key = keys[i];
+		p.index = (uint32_t) i;
+		gs_net::ElementTraits<Pair16>::store(elements + i, p);
+	}
+}
+
+template <class K>
+__global__ void
+unpack_u64_kernel(const uint64_t *elements, size_t n, K *keys, uint32_t *row_index)
+{
+	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+		 i += (size_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	e = elements[i];
+
+		keys[i] = (K) (e >> 32);
+		row_index[i] = (uint32_t) e;
+	}
+}
+
+__global__ void
+unpack_pair16_kernel(const Pair16 *elements, size_t n, uint64_t *keys, uint32_t *row_index)
+{
+	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+		 i += (size_t) gridDim.x * blockDim.x)
+	{
+		gs_net::PairReg p = gs_net::ElementTraits<Pair16>::load(elements + i);
+
+		keys[i] = p.key;
+		row_index[i] = p.index;
+	}
+}
+
+__global__ void
+iota_kernel(uint32_t *row_index, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+		 i += (size_t) gridDim.x * blockDim.x)
+		row_index[i] = (uint32_t) i;
+}
+
+static const unsigned SIMPLE_THREADS = 256;
+
+gpu_status
+iota_device(Job &job, uint32_t *row_index, size_t n)
+{
+	if (n == 0)
+		return GPU_OK;
+	iota_kernel<<<grid_for(n, SIMPLE_THREADS), SIMPLE_THREADS, 0, job.stream()>>>(row_index, n);
+	return job.launched("iota");
+}
+
+gpu_status
+pack_elements(Job &job, ElementKind kind, const void *keys, unsigned key_bytes, size_t n,
+			  void *elements)
+{
+	unsigned	grid = grid_for(n, SIMPLE_THREADS);
+
+	if (n == 0)
+		return GPU_OK;
+	if (kind == ELEMENT_U64 && key_bytes == 4)
+		pack_u64_kernel<uint32_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint32_t *>(keys), n, static_cast<uint64_t *>(elements));
+	else if (kind == ELEMENT_U64)
+		pack_u64_kernel<uint64_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint64_t *>(keys), n, static_cast<uint64_t *>(elements));
+	else if (kind == ELEMENT_PAIR16 && key_bytes == 8)
+		pack_pair16_kernel<<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint64_t *>(keys), n, static_cast<Pair16 *>(elements));
+	else
+	{
+		set_message("pack_elements: no packing of %u-byte keys into element kind %d",
+					key_bytes, (int) kind);
+		return GPU_INVALID;
+	}
+	return job.launched("pack");
+}
+
+gpu_status
+unpack_elements(Job &job, ElementKind kind, const void *elements, size_t n, void *keys,
+				unsigned key_bytes, uint32_t *row_index)
+{
+	unsigned	grid = grid_for(n, SIMPLE_THREADS);
+
+	if (n == 0)
+		return GPU_OK;
+	if (kind == ELEMENT_U64 && key_bytes == 4)
+		unpack_u64_kernel<uint32_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint64_t *>(elements), n, static_cast<uint32_t *>(keys), row_index);
+	else if (kind == ELEMENT_U64)
+		unpack_u64_kernel<uint64_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint64_t *>(elements), n, static_cast<uint64_t *>(keys), row_index);
+	else if (kind == ELEMENT_PAIR16 && key_bytes == 8)
+		unpack_pair16_kernel<<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const Pair16 *>(elements), n, static_cast<uint64_t *>(keys), row_index);
+	else
+	{
+		set_message("unpack_elements: no unpacking of element kind %d into %u-byte keys",
+					(int) kind, key_bytes);
+		return GPU_INVALID;
+	}
+	return job.launched("unpack");
+}
+
+template <class M>
+static gpu_status
+fill_sentinels(Job &job, void *elements, size_t from, size_t to)
+{
+	if (from >= to)
+		return GPU_OK;
+	fill_sentinels_kernel<M><<<grid_for(to - from, SIMPLE_THREADS), SIMPLE_THREADS, 0,
+		job.stream()>>>(static_cast<M *>(elements), from, to);
+	return job.launched("fill sentinels");
+}
+
+/* ------------------------------------------------------------------------
+ * The network
+ * ------------------------------------------------------------------------ */
+
+gpu_status
+network_sort_device(Job &job, gpu_algorithm algorithm, ElementKind kind, void *elements,
+					size_t n, const NetworkTuning *tuning)
+{
+	gs_net::PlanParams params;
+	std::vector<Pass> passes;
+	int			count,
+				tile,
+				wide;
+	const ShapeEntry *shapes = shapes_of(kind, &count);
+	size_t		mem_length = network_buffer_length(algorithm, n);
+
+	if (algorithm != GPU_ALGO_BITONIC && algorithm != GPU_ALGO_BUTTERFLY)
+	{
+		set_message("network_sort_device: not a network algorithm");
+		return GPU_INVALID;
+	}
+	if (n < 2)
+		return GPU_OK;
+	GS_TRY(make_plan(algorithm, kind, n, tuning, &params, &passes, &tile, &wide));
+
+	/* the bitonic network's padding: sentinels above every real element */
+	if (mem_length > n)
+	{
+		if (kind == ELEMENT_U32)
+			GS_TRY(fill_sentinels<uint32_t>(job, elements, n, mem_length));
+		else if (kind == ELEMENT_U64)
+			GS_TRY(fill_sentinels<uint64_t>(job, elements, n, mem_length));
+		else
+			GS_TRY(fill_sentinels<Pair16>(job, elements, n, mem_length));
+	}
+	for (const Pass &pass : passes)
+	{
+		const ShapeEntry &shape = shapes[pass.shape == gs_net::SHAPE_TILE ? tile : wide];
+
+		GS_TRY(shape.launch(job, elements, mem_length, pass, gs_net::pass_groups(params, pass)));
+		GS_TRY(job.progress(mem_length));
+	}
+	return GPU_OK;
+}
+
+}								/* namespace gs_gpu */

@@ -1,0 +1,116 @@
+-- Approximate ORDER BY (opt-in): rows in interval order over the key's
+-- observed [min, max]; within an interval, any order.
+LOAD 'gpusort';  -- the planner hook needs the module in this session
+SELECT setseed(0.5) IS NULL AS seeded;  -- the same test data every run
+SET gpusort.gpu_min_elements = 0;
+SET work_mem = '64MB';
+CREATE TABLE scores AS
+SELECT i AS id,
+  CASE WHEN i % 50 = 0 THEN NULL ELSE (random() * 1000000)::int END AS score,
+  ((random() + random() + random() + random()) * 250000)::bigint AS gauss
+FROM generate_series(1, 50000) i;
+ANALYZE scores;
+
+-- without the opt-in nothing is approximated
+SET gpusort.min_rows = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score LIMIT 10;
+
+SET gpusort.approximate_intervals = 1000;
+EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score;
+EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score DESC LIMIT 100;
+-- the opt-in applies even when the cost model would not pick GpuSort
+RESET gpusort.min_rows;
+EXPLAIN (COSTS OFF) SELECT id FROM scores ORDER BY gauss LIMIT 5;
+SET gpusort.min_rows = 0;
+-- ... but never where exact order matters below the top level, nor for
+-- several keys or non-integer keys: there GpuSort (or Sort) stays exact
+EXPLAIN (COSTS OFF) SELECT * FROM (SELECT * FROM scores ORDER BY score LIMIT 100) s;
+EXPLAIN (COSTS OFF) WITH top AS MATERIALIZED (SELECT * FROM scores ORDER BY score LIMIT 100) SELECT * FROM top;
+EXPLAIN (COSTS OFF) SELECT id, rank() OVER (ORDER BY score) FROM scores;
+EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score, id LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score::float8 LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT DISTINCT score FROM scores ORDER BY score LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT * FROM scores s1 JOIN (SELECT * FROM scores ORDER BY gauss LIMIT 10) s2 USING (id) ORDER BY s1.score;
+
+-- The guarantee, checked on the output. check_order(query, intervals,
+-- descending, limit): the output holds the right number of rows; NULLs sit
+-- where ORDER BY puts them; any two values out of order differ by less than
+-- one interval width, (max - min + 1) / intervals over the whole column;
+-- with a LIMIT, every row is within one width of the exact top-n boundary.
+CREATE FUNCTION check_order(col text, intervals int, descending boolean, lim int) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  width numeric;
+  worst numeric;
+  beyond numeric;
+  got bigint;
+  expected bigint;
+  nulls_ok boolean;
+  boundary numeric;
+  nulls bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) - count(%s) FROM scores', col) INTO nulls;
+  EXECUTE format('SELECT (max(%1$s) - min(%1$s) + 1)::numeric / %2$s, count(*) FROM scores', col, intervals)
+    INTO width, expected;
+  IF lim IS NOT NULL THEN expected := least(expected, lim); END IF;
+  -- the query itself must be top-level to be approximated: CREATE TABLE AS
+  -- keeps its output order, which row_number() over the table then reads
+  EXECUTE format('CREATE TEMP TABLE approx_raw AS SELECT %1$s AS v FROM scores ORDER BY %1$s %2$s %3$s',
+                 col, CASE WHEN descending THEN 'DESC' ELSE '' END,
+                 CASE WHEN lim IS NULL THEN '' ELSE 'LIMIT ' || lim END);
+  CREATE TEMP TABLE approx_out AS SELECT row_number() OVER (ORDER BY ctid) AS pos, v FROM approx_raw;
+  DROP TABLE approx_raw;
+  SELECT count(*) INTO got FROM approx_out;
+  -- NULLs last ascending, first descending, as ORDER BY does
+  SELECT coalesce(bool_and((v IS NULL) = CASE WHEN descending THEN pos <= n ELSE pos > got - n END), true)
+    INTO nulls_ok FROM approx_out, (SELECT count(*) - count(v) AS n FROM approx_out) c;
+  SELECT coalesce(max(abs(run - v)), 0) INTO worst FROM
+    (SELECT v, CASE WHEN descending THEN min(v) OVER w ELSE max(v) OVER w END AS run
+     FROM approx_out WHERE v IS NOT NULL WINDOW w AS (ORDER BY pos)) r;
+  beyond := 0;
+  IF lim IS NOT NULL THEN
+    SET LOCAL gpusort.approximate_intervals = 0;
+    EXECUTE format('SELECT %1$s FROM scores WHERE %1$s IS NOT NULL ORDER BY %1$s %2$s OFFSET %3$s LIMIT 1', col,
+                   CASE WHEN descending THEN 'DESC' ELSE '' END,
+                   greatest(lim - 1 - CASE WHEN descending THEN nulls ELSE 0 END, 0))
+      INTO boundary;
+    SET LOCAL gpusort.approximate_intervals = 1000;
+    SELECT coalesce(max(CASE WHEN descending THEN boundary - v ELSE v - boundary END), 0) INTO beyond
+      FROM approx_out WHERE v IS NOT NULL;
+  END IF;
+  DROP TABLE approx_out;
+  RETURN format('%s rows%s, nulls %s, inversions %s, past the boundary %s',
+                got, CASE WHEN got = expected THEN '' ELSE ' (expected ' || expected || ')' END,
+                CASE WHEN nulls_ok THEN 'placed' ELSE 'misplaced' END,
+                CASE WHEN worst < width THEN 'within a width' ELSE 'TOO WIDE' END,
+                CASE WHEN beyond < width THEN 'within a width' ELSE 'TOO FAR' END);
+END $$;
+SELECT col, descending, lim, check_order(col, 1000, descending, lim)
+FROM unnest(ARRAY['score', 'gauss']) col, unnest(ARRAY[false, true]) descending,
+     unnest(ARRAY[NULL, 1, 100, 2500]) lim
+ORDER BY col, descending, lim NULLS FIRST;
+
+-- it really is approximate: with few intervals the order is not exact
+SET gpusort.approximate_intervals = 3;
+CREATE TABLE rough AS SELECT gauss FROM scores ORDER BY gauss;
+SELECT count(*) FILTER (WHERE v < prev) > 0 AS some_inversions
+FROM (SELECT gauss AS v, lag(gauss) OVER (ORDER BY ctid) AS prev FROM rough) s;
+
+-- EXPLAIN ANALYZE gives the interval width
+SET gpusort.approximate_intervals = 1000;
+SET gpusort.explain_details = off;
+CREATE TABLE fixed AS SELECT i AS k FROM generate_series(0, 9999) i;
+ANALYZE fixed;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM fixed ORDER BY k LIMIT 25;
+CREATE TABLE top25 AS SELECT k FROM fixed ORDER BY k LIMIT 25;
+SELECT count(*) AS rows, bool_and(k < 30) AS from_the_first_three_intervals FROM top25;
+
+-- and turning it off restores the exact order
+RESET gpusort.approximate_intervals;
+CREATE TABLE smooth AS SELECT gauss FROM scores ORDER BY gauss;
+SELECT bool_and(v >= prev) AS exact FROM
+  (SELECT gauss AS v, lag(gauss) OVER (ORDER BY ctid) AS prev FROM smooth) s;
+RESET gpusort.explain_details;
+RESET gpusort.min_rows;
+RESET gpusort.gpu_min_elements;
+RESET work_mem;

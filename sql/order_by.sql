@@ -1,0 +1,188 @@
+-- ORDER BY through GpuSort, compared row by row with PostgreSQL's own sort
+-- (gpusort.enabled = off) using row_number().
+LOAD 'gpusort';  -- the planner hook needs the module in this session
+SELECT setseed(0.5) IS NULL AS seeded;  -- the same test data every run
+SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
+SET gpusort.gpu_min_elements = 0;
+
+CREATE TABLE t (id int PRIMARY KEY, k int4, s int2, b int8, g int4, d date, ts timestamp, f float8, txt text);
+INSERT INTO t
+SELECT i,
+  CASE WHEN i % 17 = 0 THEN NULL ELSE (random() * 2000000 - 1000000)::int END,
+  (random() * 200 - 100)::int2,
+  CASE WHEN i % 13 = 0 THEN NULL ELSE ((random() - 0.5) * 1.8e19)::numeric::int8 END,
+  (random() * 10)::int,
+  date '2020-01-01' + (random() * 1000)::int,
+  timestamp '2020-01-01' + random() * interval '1000 days',
+  CASE WHEN i % 11 = 0 THEN 'NaN' ELSE random() * 100 - 50 END,
+  md5(i::text)
+FROM generate_series(1, 20000) i;
+ANALYZE t;
+
+-- same_order(query, keys): runs the query with GpuSort and without, and
+-- compares the sort keys row by row (position included), and the whole rows
+-- as multisets (PostgreSQL's sort orders ties arbitrarily; GpuSort keeps
+-- them in input order). Also checks that the first run used GpuSort.
+CREATE FUNCTION same_order(query text, keys text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  plan text;
+  used boolean := false;
+  key_differences bigint;
+  row_differences bigint;
+  total bigint;
+BEGIN
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    used := used OR plan LIKE '%GpuSort%';
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = off;
+  EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = on;
+  SELECT count(*) INTO total FROM pg_result;
+  EXECUTE format('SELECT count(*) FROM ((SELECT pos, %1$s FROM gpu_result EXCEPT ALL SELECT pos, %1$s FROM pg_result)
+                  UNION ALL (SELECT pos, %1$s FROM pg_result EXCEPT ALL SELECT pos, %1$s FROM gpu_result)) d', keys)
+    INTO key_differences;
+  SELECT count(*) INTO row_differences FROM (
+    (SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row
+     EXCEPT ALL SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row)
+    UNION ALL
+    (SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row
+     EXCEPT ALL SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row)) d;
+  DROP TABLE gpu_result;
+  DROP TABLE pg_result;
+  RETURN CASE WHEN NOT used THEN 'GpuSort not used'
+              WHEN key_differences > 0 THEN key_differences || ' positions differ'
+              WHEN row_differences > 0 THEN row_differences || ' rows differ'
+              ELSE 'same ' || total || ' rows' END;
+END $$;
+
+-- every key type, both directions, NULL placement
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM t ORDER BY k', 'k'),
+  ('SELECT * FROM t ORDER BY k DESC', 'k'),
+  ('SELECT * FROM t ORDER BY k NULLS FIRST', 'k'),
+  ('SELECT * FROM t ORDER BY k DESC NULLS LAST', 'k'),
+  ('SELECT * FROM t ORDER BY s', 's'),
+  ('SELECT * FROM t ORDER BY b', 'b'),
+  ('SELECT * FROM t ORDER BY b DESC', 'b'),
+  ('SELECT * FROM t ORDER BY d DESC', 'd'),
+  ('SELECT * FROM t ORDER BY ts', 'ts'),
+  ('SELECT * FROM t ORDER BY f', 'f'),
+  ('SELECT * FROM t ORDER BY f DESC NULLS LAST', 'f'),
+  ('SELECT id, g FROM t ORDER BY g DESC', 'g')
+) v(q, k);
+
+-- pairs and more keys, mixed directions; expressions as keys
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM t ORDER BY g, k', 'g, k'),
+  ('SELECT * FROM t ORDER BY g DESC, k NULLS FIRST', 'g, k'),
+  ('SELECT * FROM t ORDER BY s, b DESC', 's, b'),
+  ('SELECT * FROM t ORDER BY b, k', 'b, k'),
+  ('SELECT * FROM t ORDER BY g, s DESC, k', 'g, s, k'),
+  ('SELECT * FROM t ORDER BY d, g, k DESC NULLS LAST, id', 'd, g, k, id'),
+  ('SELECT id, k % 100 AS m FROM t ORDER BY k % 100, id', 'm, id'),
+  ('SELECT id, abs(b) AS a FROM t ORDER BY abs(b) DESC', 'a'),
+  ('SELECT g, count(*) AS c FROM t GROUP BY g ORDER BY count(*) DESC, g', 'c, g')
+) v(q, k);
+
+-- LIMIT and OFFSET (a bounded sort), also past the end. Where ties cross
+-- the limit PostgreSQL may return any of the tied rows, so those queries
+-- add id to the keys.
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM t ORDER BY k LIMIT 10', 'k'),
+  ('SELECT * FROM t ORDER BY k DESC, id LIMIT 100 OFFSET 50', 'k, id'),
+  ('SELECT * FROM t ORDER BY b NULLS FIRST, id LIMIT 2000', 'b, id'),
+  ('SELECT * FROM t ORDER BY g, k LIMIT 7', 'g, k'),
+  ('SELECT * FROM t ORDER BY k, id OFFSET 19990', 'k, id'),
+  ('SELECT * FROM t ORDER BY k LIMIT 5 OFFSET 30000', 'k'),
+  ('SELECT * FROM t ORDER BY k LIMIT 0', 'k')
+) v(q, k);
+
+-- joins, subqueries, CTEs, UNION, window functions over a sorted input
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT t.id, u.k FROM t JOIN t u ON u.id = t.id + 1 ORDER BY u.k, t.id', 'k, id'),
+  ('SELECT x.id, x.k FROM t x JOIN (SELECT g, max(k) AS mk FROM t GROUP BY g) m ON m.g = x.g ORDER BY m.mk, x.k', 'k'),
+  ('SELECT * FROM (SELECT id, k FROM t WHERE g < 5 ORDER BY k, id LIMIT 300) s', 'id'),
+  ('WITH c AS MATERIALIZED (SELECT id, k, g FROM t WHERE g > 2) SELECT * FROM c ORDER BY k DESC', 'k'),
+  ('SELECT k FROM t UNION ALL SELECT k + 1 FROM t ORDER BY 1', 'k'),
+  ('SELECT k, id FROM t WHERE g < 3 UNION ALL SELECT g, id FROM t WHERE g > 7 ORDER BY 1 DESC, 2', 'k, id'),
+  ('SELECT id, k, row_number() OVER () AS rn FROM (SELECT * FROM t ORDER BY k, id) s', 'id, rn'),
+  ('SELECT id, k, sum(k) OVER (ORDER BY k, id) AS running FROM t ORDER BY b, id', 'id, running'),
+  ('SELECT id FROM t WHERE k IN (SELECT k FROM t ORDER BY k LIMIT 50) ORDER BY id', 'id')
+) v(q, k);
+
+-- rescans: the inner side of a nested loop, with and without new parameters
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT x, s.id, s.k FROM generate_series(0, 4) x, LATERAL (SELECT id, k FROM t WHERE t.g = x ORDER BY k LIMIT 5) s', 'x, id'),
+  ('SELECT x, s.id FROM generate_series(1, 3) x, LATERAL (SELECT id FROM t WHERE g = 1 ORDER BY k DESC, id LIMIT 4) s', 'x, id')
+) v(q, k);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- empty input, all-NULL keys, duplicate keys
+CREATE TABLE edge (id int, k int, b bigint);
+SELECT same_order('SELECT * FROM edge ORDER BY k', 'k') AS empty;
+INSERT INTO edge SELECT i, NULL, NULL FROM generate_series(1, 100) i;
+SELECT same_order('SELECT * FROM edge ORDER BY k, id', 'k, id') AS all_null;
+SELECT same_order('SELECT * FROM edge ORDER BY b DESC NULLS FIRST, k, id', 'id') AS all_null_pair;
+INSERT INTO edge SELECT i, i % 3, 42 FROM generate_series(101, 400) i;
+SELECT same_order('SELECT * FROM edge ORDER BY k DESC, b, id', 'k, b, id') AS duplicates;
+SELECT same_order('SELECT * FROM edge ORDER BY b', 'b') AS one_value;
+-- GpuSort keeps ties in input order (a stable sort)
+SELECT array_agg(id) AS ties_in_input_order
+FROM (SELECT id FROM (SELECT * FROM edge WHERE id BETWEEN 101 AND 130 ORDER BY id DESC) s0
+      ORDER BY k LIMIT 10) s;
+
+-- prepared statements with a generic plan
+SET plan_cache_mode = force_generic_plan;
+PREPARE by_group(int) AS SELECT id, k FROM t WHERE g = $1 ORDER BY k, id;
+CREATE TEMP TABLE gpu_prepared AS EXECUTE by_group(3);
+SET gpusort.enabled = off;
+CREATE TEMP TABLE pg_prepared AS EXECUTE by_group(3);
+SET gpusort.enabled = on;
+EXPLAIN (COSTS OFF) EXECUTE by_group(3);
+SELECT count(*) AS rows, bool_and(a.id = b.id) AS same_order
+FROM (SELECT row_number() OVER () AS pos, * FROM gpu_prepared) a
+JOIN (SELECT row_number() OVER () AS pos, * FROM pg_prepared) b USING (pos);
+PREPARE by_limit(int) AS SELECT id, k FROM t ORDER BY k DESC LIMIT $1;
+EXPLAIN (COSTS OFF) EXECUTE by_limit(5);
+EXECUTE by_limit(3);
+RESET plan_cache_mode;
+DEALLOCATE ALL;
+
+-- a larger input: bounded sorts prune their buffer, and an input larger
+-- than work_mem goes to PostgreSQL's tuplesort
+CREATE TABLE big AS SELECT i AS id, (random() * 1e9)::int AS k, md5(i::text) AS pad
+FROM generate_series(1, 200000) i;
+ANALYZE big;
+SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 1000', 'k') AS bounded;
+SELECT same_order('SELECT * FROM big ORDER BY k DESC LIMIT 40000 OFFSET 10', 'k') AS bounded_large;
+SET work_mem = '1MB';
+SELECT same_order('SELECT * FROM big ORDER BY k', 'k') AS spilled;
+SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 50000', 'k') AS spilled_bounded;
+RESET work_mem;
+
+-- the CPU gives the same order as wherever auto runs
+SET gpusort.device = cpu;
+CREATE TEMP TABLE cpu_order AS SELECT row_number() OVER () AS pos, id FROM (SELECT id FROM t ORDER BY b, g DESC, id) s;
+RESET gpusort.device;
+SELECT bool_and(c.id = g.id) AS same_on_cpu
+FROM cpu_order c JOIN (SELECT row_number() OVER () AS pos, id FROM (SELECT id FROM t ORDER BY b, g DESC, id) s) g USING (pos);
+
+-- what is not GpuSort's stays PostgreSQL's, without an error
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY txt;
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k USING >;
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k + random();
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k, txt;
+EXPLAIN (COSTS OFF) SELECT k FROM t UNION SELECT g FROM t ORDER BY 1;
+-- an index gives the order: nothing to sort
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY id;
+RESET enable_seqscan;
+SET gpusort.enabled = off;
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k;
+RESET gpusort.enabled;
+RESET gpusort.min_rows;
+RESET gpusort.gpu_min_elements;

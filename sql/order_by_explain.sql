@@ -1,0 +1,51 @@
+-- What EXPLAIN shows for GpuSort. Machine-dependent details (device,
+-- memory, timings) are hidden so the output is the same everywhere.
+LOAD 'gpusort';  -- the planner hook needs the module in this session
+SET gpusort.min_rows = 0;
+SET gpusort.gpu_min_elements = 0;
+SET gpusort.explain_details = off;
+CREATE TABLE e (id int, k int, b bigint, g int, txt text);
+INSERT INTO e SELECT i, (i * 37) % 1000, i * 1000000000::bigint, i % 10, md5(i::text)
+FROM generate_series(1, 5000) i;
+ANALYZE e;
+
+EXPLAIN (COSTS OFF) SELECT * FROM e ORDER BY k;
+EXPLAIN (COSTS OFF) SELECT * FROM e ORDER BY g DESC, k NULLS FIRST;
+EXPLAIN (COSTS OFF) SELECT * FROM e ORDER BY b DESC NULLS LAST, g NULLS FIRST;
+EXPLAIN (COSTS OFF) SELECT id FROM e ORDER BY k LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT id FROM e ORDER BY k LIMIT 10 OFFSET 5;
+EXPLAIN (COSTS OFF) SELECT id, k % 10 FROM e ORDER BY k % 10, id;
+EXPLAIN (COSTS OFF) SELECT e1.id FROM e e1 JOIN e e2 ON e1.id = e2.k ORDER BY e2.b;
+EXPLAIN (COSTS OFF, VERBOSE) SELECT id, k FROM e ORDER BY k;
+EXPLAIN (COSTS OFF) SELECT * FROM (SELECT * FROM e ORDER BY k LIMIT 100) s ORDER BY g;
+SET gpusort.algorithm = bitonic;
+EXPLAIN (COSTS OFF) SELECT * FROM e ORDER BY k;
+RESET gpusort.algorithm;
+
+-- ANALYZE: rows sorted, bound, and the hand-over to tuplesort
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY g, k LIMIT 20;
+SET work_mem = '64kB';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
+RESET work_mem;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT id FROM e ORDER BY k DESC LIMIT 3;
+
+-- with details on, the device and timings appear (masked here)
+SET gpusort.explain_details = on;
+CREATE FUNCTION explain_lines(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING ON, SUMMARY OFF) ' || query LOOP
+    CONTINUE WHEN line ~ 'GPU Memory';  -- only where a GPU sorted
+    line := regexp_replace(line, 'actual time=[0-9.]+\.\.[0-9.]+', 'actual time=N..N');
+    line := regexp_replace(line, 'Device: .*', 'Device: X');
+    line := regexp_replace(line, '=[0-9.]+', '=N', 'g');
+    line := regexp_replace(line, ': [0-9]+ ?kB', ': N kB');
+    line := regexp_replace(line, 'Algorithm Used: .*', 'Algorithm Used: X');
+    RETURN NEXT line;
+  END LOOP;
+END $$;
+SELECT explain_lines('SELECT * FROM e ORDER BY k') AS plan;
+RESET gpusort.explain_details;
+RESET gpusort.min_rows;
+RESET gpusort.gpu_min_elements;

@@ -1,0 +1,490 @@
+/*
+ * array_functions.c — the SQL functions that sort arrays:
+ *   gpu_sort(anyarray, algorithm, descending)            -> sorted array
+ *   gpu_argsort(anyarray, algorithm, descending)         -> int4[] positions
+ *   gpu_sort_pairs(anyarray, anycompatiblearray, ...)    -> both, sorted by pair
+ *   gpu_approx_sort(anyarray, intervals, descending)     -> interval order
+ *   gpu_minmax(anyarray)                                 -> (min, max)
+ *
+ * Each reads the array's elements straight from its data area into
+ * order-preserving keys (types.c), has the engine sort them, and builds the
+ * result with the input's lower bound. NULL elements go last ascending and
+ * first descending, as in ORDER BY. Arrays must be one-dimensional (or
+ * empty): a multidimensional array is an error, since "sorted" has no single
+ * meaning for it.
+ */
+#include "gpusort.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+PG_FUNCTION_INFO_V1(gpusort_sql_sort);
+PG_FUNCTION_INFO_V1(gpusort_sql_argsort);
+PG_FUNCTION_INFO_V1(gpusort_sql_sort_pairs);
+PG_FUNCTION_INFO_V1(gpusort_sql_approx_sort);
+PG_FUNCTION_INFO_V1(gpusort_sql_minmax);
+
+/* An input array, read. */
+typedef struct ArrayInput
+{
+	ArrayType  *array;
+	const GpuSortType *type;
+	int			nitems;
+	int			nnulls;
+	int			lower_bound;
+	const char *data;			/* the non-null elements, contiguous */
+	uint64_t   *keys;			/* [nitems] encoded keys; 0 where NULL */
+	bool	   *isnull;			/* [nitems], or NULL when none is */
+	uint32_t   *ordinal;		/* [nitems] position among non-nulls, or NULL */
+} ArrayInput;
+
+static void
+read_array(ArrayType *array, const char *function, bool integral_only,
+		   ArrayInput *input)
+{
+	Oid			element_type = ARR_ELEMTYPE(array);
+	bits8	   *bitmap = ARR_NULLBITMAP(array);
+	int			value_count = 0;
+
+	memset(input, 0, sizeof(*input));
+	input->array = array;
+	input->type = gpusort_find_type(element_type);
+	if (input->type == NULL || (integral_only && !input->type->integral))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s cannot sort arrays of type %s", function,
+						format_type_be(element_type)),
+				 errhint("Supported element types: %s.",
+						 gpusort_type_names(integral_only))));
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s sorts one-dimensional arrays only", function),
+				 errdetail("The array has %d dimensions.", ARR_NDIM(array)),
+				 errhint("Flatten it first, for example with ARRAY(SELECT unnest(a)).")));
+	input->nitems = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	input->lower_bound = ARR_NDIM(array) == 1 ? ARR_LBOUND(array)[0] : 1;
+	input->data = ARR_DATA_PTR(array);
+	if (input->nitems == 0)
+		return;
+	input->keys = MemoryContextAllocHuge(CurrentMemoryContext,
+										 sizeof(uint64_t) * input->nitems);
+	if (bitmap != NULL)
+	{
+		input->isnull = MemoryContextAllocHuge(CurrentMemoryContext, input->nitems);
+		input->ordinal = MemoryContextAllocHuge(CurrentMemoryContext,
+												sizeof(uint32_t) * input->nitems);
+	}
+	for (int i = 0; i < input->nitems; i++)
+	{
+		bool		null = bitmap != NULL && (bitmap[i / 8] & (1 << (i % 8))) == 0;
+
+		if (bitmap != NULL)
+		{
+			input->isnull[i] = null;
+			input->ordinal[i] = value_count;
+		}
+		if (null)
+		{
+			input->keys[i] = 0;
+			input->nnulls++;
+			continue;
+		}
+		input->keys[i] = gpusort_read_key(input->type,
+										  input->data + (size_t) value_count * input->type->typlen);
+		value_count++;
+	}
+}
+
+static bool
+element_is_null(const ArrayInput *input, int i)
+{
+	return input->isnull != NULL && input->isnull[i];
+}
+
+static gs_algorithm
+parse_algorithm(text *name)
+{
+	char	   *cname = text_to_cstring(name);
+	gs_algorithm algorithm;
+
+	if (!gs_algorithm_parse(cname, false, &algorithm))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown sort algorithm \"%s\"", cname),
+				 errhint("Valid algorithms are: auto, bitonic, butterfly, radix.")));
+	return algorithm;
+}
+
+/* An empty one-dimensional array of the input's type and shape, ready for
+ * nitems elements of which nnulls are NULL (bitmap all "not null"). */
+static ArrayType *
+new_array(const ArrayInput *input, Oid element_type, int16 typlen,
+		  int nitems, int nnulls)
+{
+	int			dims[1] = {nitems};
+	int			lbs[1] = {input->lower_bound};
+	Size		data_bytes = (Size) (nitems - nnulls) * typlen;
+	Size		overhead = nnulls > 0 ? ARR_OVERHEAD_WITHNULLS(1, nitems)
+		: ARR_OVERHEAD_NONULLS(1);
+	ArrayType  *result = MemoryContextAllocHuge(CurrentMemoryContext,
+												overhead + data_bytes);
+
+	memset(result, 0, overhead);
+	SET_VARSIZE(result, overhead + data_bytes);
+	result->ndim = 1;
+	result->dataoffset = nnulls > 0 ? overhead : 0;
+	result->elemtype = element_type;
+	memcpy(ARR_DIMS(result), dims, sizeof(dims));
+	memcpy(ARR_LBOUND(result), lbs, sizeof(lbs));
+	if (nnulls > 0)
+		memset((char *) result + sizeof(ArrayType) + 2 * sizeof(int), 0xff,
+			   (nitems + 7) / 8);
+	return result;
+}
+
+static void
+mark_null(ArrayType *array, int i)
+{
+	ARR_NULLBITMAP(array)[i / 8] &= ~(1 << (i % 8));
+}
+
+/* The input reordered: element j of the result is input element order[j]. */
+static ArrayType *
+array_by_order(const ArrayInput *input, const uint32_t *order)
+{
+	int16		typlen = input->type->typlen;
+	ArrayType  *result = new_array(input, ARR_ELEMTYPE(input->array), typlen,
+								   input->nitems, input->nnulls);
+	char	   *out = ARR_DATA_PTR(result);
+
+	for (int j = 0; j < input->nitems; j++)
+	{
+		uint32_t	from = order[j];
+
+		if (element_is_null(input, from))
+		{
+			mark_null(result, j);
+			continue;
+		}
+		if (input->ordinal != NULL)
+			from = input->ordinal[from];
+		memcpy(out, input->data + (size_t) from * typlen, typlen);
+		out += typlen;
+	}
+	return result;
+}
+
+/*
+ * Sorts the non-NULL keys of one array. Keys are stored relative to their
+ * minimum (inverted from the maximum for DESC), which lets narrow ranges use
+ * 32-bit keys. Returns the keys (uint32_t or uint64_t by *key_bytes) and,
+ * when permutation is wanted, the array positions of the sorted values.
+ */
+typedef struct SortedValues
+{
+	int			count;
+	unsigned	key_bytes;
+	void	   *keys;
+	uint32_t   *positions;		/* array positions, when asked for */
+	uint64_t	base;			/* min key (ASC) or max key (DESC) */
+	bool		descending;
+	gs_sort_report report;
+} SortedValues;
+
+static void
+sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
+			bool descending, bool want_positions, SortedValues *sorted)
+{
+	int			count = input->nitems - input->nnulls;
+	uint64_t	min_key = UINT64_MAX,
+				max_key = 0;
+	uint32_t   *value_positions = NULL;
+	gs_sort_request request;
+	gs_status	status;
+	unsigned	key_bits;
+
+	memset(sorted, 0, sizeof(*sorted));
+	sorted->count = count;
+	sorted->descending = descending;
+	for (int i = 0; i < input->nitems; i++)
+	{
+		if (element_is_null(input, i))
+			continue;
+		if (input->keys[i] < min_key)
+			min_key = input->keys[i];
+		if (input->keys[i] > max_key)
+			max_key = input->keys[i];
+	}
+	if (count == 0)
+		return;
+	sorted->base = descending ? max_key : min_key;
+	key_bits = max_key == min_key ? 0 : 64 - __builtin_clzll(max_key - min_key);
+	sorted->key_bytes = key_bits <= 32 ? 4 : 8;
+	sorted->keys = MemoryContextAllocHuge(CurrentMemoryContext,
+										  (Size) count * sorted->key_bytes);
+	if (want_positions)
+	{
+		sorted->positions = MemoryContextAllocHuge(CurrentMemoryContext,
+												   sizeof(uint32_t) * count);
+		if (input->nnulls > 0)
+			value_positions = MemoryContextAllocHuge(CurrentMemoryContext,
+													 sizeof(uint32_t) * count);
+	}
+	for (int i = 0, v = 0; i < input->nitems; i++)
+	{
+		uint64_t	relative;
+
+		if (element_is_null(input, i))
+			continue;
+		relative = descending ? max_key - input->keys[i] : input->keys[i] - min_key;
+		if (sorted->key_bytes == 4)
+			((uint32_t *) sorted->keys)[v] = (uint32_t) relative;
+		else
+			((uint64_t *) sorted->keys)[v] = relative;
+		if (value_positions != NULL)
+			value_positions[v] = i;
+		v++;
+	}
+
+	gpusort_request_init(&request);
+	request.n = count;
+	request.key_bytes = sorted->key_bytes;
+	request.key_bits = key_bits;
+	request.keys = sorted->keys;
+	request.row_index = sorted->positions;
+	request.algorithm = algorithm;
+	request.intervals = intervals;
+	status = gs_sort(&request, &sorted->report);
+	gpusort_check_status(status, &sorted->report);
+
+	/* the engine's permutation counts non-NULL values; map to positions */
+	if (value_positions != NULL)
+		for (int v = 0; v < count; v++)
+			sorted->positions[v] = value_positions[sorted->positions[v]];
+}
+
+static uint64_t
+sorted_key(const SortedValues *sorted, int v)
+{
+	uint64_t	relative = sorted->key_bytes == 4 ?
+		((uint32_t *) sorted->keys)[v] : ((uint64_t *) sorted->keys)[v];
+
+	return sorted->descending ? sorted->base - relative : sorted->base + relative;
+}
+
+/* Positions of the NULL elements, in input order. */
+static int
+null_positions(const ArrayInput *input, uint32_t *out)
+{
+	int			count = 0;
+
+	for (int i = 0; i < input->nitems && input->nnulls > 0; i++)
+		if (element_is_null(input, i))
+			out[count++] = i;
+	return count;
+}
+
+/* Values (decoded from the sorted keys) with NULLs first or last. */
+static ArrayType *
+array_from_sorted_keys(const ArrayInput *input, const SortedValues *sorted,
+					   bool nulls_first)
+{
+	int16		typlen = input->type->typlen;
+	ArrayType  *result = new_array(input, ARR_ELEMTYPE(input->array), typlen,
+								   input->nitems, input->nnulls);
+	char	   *out = ARR_DATA_PTR(result);
+	int			first_value = nulls_first ? input->nnulls : 0;
+
+	for (int i = 0; i < input->nnulls; i++)
+		mark_null(result, nulls_first ? i : first_value + sorted->count + i);
+	for (int v = 0; v < sorted->count; v++)
+		gpusort_write_element(input->type, sorted_key(sorted, v),
+							  out + (size_t) v * typlen);
+	return result;
+}
+
+/* The full order of the array: sorted values, NULLs first or last. */
+static uint32_t *
+full_order(const ArrayInput *input, const SortedValues *sorted, bool nulls_first)
+{
+	uint32_t   *order = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(uint32_t) * Max(input->nitems, 1));
+	int			at = nulls_first ? null_positions(input, order) : 0;
+
+	if (sorted->count > 0)
+		memcpy(order + at, sorted->positions, sizeof(uint32_t) * sorted->count);
+	if (!nulls_first)
+		null_positions(input, order + sorted->count);
+	return order;
+}
+
+Datum
+gpusort_sql_sort(PG_FUNCTION_ARGS)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
+	gs_algorithm algorithm = parse_algorithm(PG_GETARG_TEXT_PP(1));
+	bool		descending = PG_GETARG_BOOL(2);
+	ArrayInput	input;
+	SortedValues sorted;
+
+	read_array(array, "gpu_sort", false, &input);
+	if (input.nitems == 0)
+		PG_RETURN_ARRAYTYPE_P(array);
+	/* integers decode exactly from their keys; floats are moved instead,
+	 * so that -0 and NaN payloads come back as they went in */
+	sort_values(&input, algorithm, 0, descending, !input.type->integral, &sorted);
+	if (input.type->integral)
+		PG_RETURN_ARRAYTYPE_P(array_from_sorted_keys(&input, &sorted, descending));
+	PG_RETURN_ARRAYTYPE_P(array_by_order(&input, full_order(&input, &sorted, descending)));
+}
+
+Datum
+gpusort_sql_argsort(PG_FUNCTION_ARGS)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
+	gs_algorithm algorithm = parse_algorithm(PG_GETARG_TEXT_PP(1));
+	bool		descending = PG_GETARG_BOOL(2);
+	ArrayInput	input;
+	SortedValues sorted;
+	uint32_t   *order;
+	ArrayType  *result;
+	int32	   *out;
+
+	read_array(array, "gpu_argsort", false, &input);
+	if (input.nitems == 0)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(INT4OID));
+	sort_values(&input, algorithm, 0, descending, true, &sorted);
+	order = full_order(&input, &sorted, descending);
+
+	/* ordinal positions (1 = first element), whatever the lower bound */
+	result = new_array(&input, INT4OID, sizeof(int32), input.nitems, 0);
+	ARR_LBOUND(result)[0] = 1;
+	out = (int32 *) ARR_DATA_PTR(result);
+	for (int j = 0; j < input.nitems; j++)
+		out[j] = (int32) order[j] + 1;
+	PG_RETURN_ARRAYTYPE_P(result);
+}
+
+Datum
+gpusort_sql_sort_pairs(PG_FUNCTION_ARGS)
+{
+	ArrayType  *first_array = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *second_array = PG_GETARG_ARRAYTYPE_P(1);
+	gs_algorithm algorithm = parse_algorithm(PG_GETARG_TEXT_PP(2));
+	bool		descending = PG_GETARG_BOOL(3);
+	ArrayInput	inputs[2];
+	gs_key_column columns[2];
+	gs_key_layout layout;
+	const uint64_t *column_keys[2];
+	const bool *column_nulls[2];
+	uint32_t   *order;
+	gs_sort_request settings;
+	gs_sort_report report;
+	gs_status	status;
+	TupleDesc	result_type;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	read_array(first_array, "gpu_sort_pairs", false, &inputs[0]);
+	read_array(second_array, "gpu_sort_pairs", false, &inputs[1]);
+	if (inputs[0].nitems != inputs[1].nitems)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("gpu_sort_pairs needs arrays of the same length"),
+				 errdetail("The first array has %d elements, the second %d.",
+						   inputs[0].nitems, inputs[1].nitems)));
+	if (get_call_result_type(fcinfo, NULL, &result_type) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "gpu_sort_pairs must return a record");
+	result_type = BlessTupleDesc(result_type);
+
+	order = MemoryContextAllocHuge(CurrentMemoryContext,
+								   sizeof(uint32_t) * Max(inputs[0].nitems, 1));
+	for (int c = 0; c < 2; c++)
+	{
+		gs_key_column_init(&columns[c], descending, descending);
+		for (int i = 0; i < inputs[c].nitems; i++)
+			gs_key_column_observe(&columns[c], element_is_null(&inputs[c], i),
+								  inputs[c].keys[i]);
+		column_keys[c] = inputs[c].keys;
+		column_nulls[c] = inputs[c].isnull;
+	}
+	if (gs_key_layout_build(&layout, columns, 2) != GS_OK)
+		elog(ERROR, "gpusort: could not lay out the pair keys");
+	gpusort_request_init(&settings);
+	settings.algorithm = algorithm;
+	status = gs_sort_rows(&layout, inputs[0].nitems, column_keys, column_nulls,
+						  &settings, order, &report);
+	gpusort_check_status(status, &report);
+
+	for (int c = 0; c < 2; c++)
+		values[c] = inputs[c].nitems == 0 ? PointerGetDatum(inputs[c].array)
+			: PointerGetDatum(array_by_order(&inputs[c], order));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(result_type, values, nulls)));
+}
+
+Datum
+gpusort_sql_approx_sort(PG_FUNCTION_ARGS)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
+	int32		intervals = PG_GETARG_INT32(1);
+	bool		descending = PG_GETARG_BOOL(2);
+	ArrayInput	input;
+	SortedValues sorted;
+
+	if (intervals < 1 || intervals > (int32) (1 << 26))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("intervals must be between 1 and %d, not %d", 1 << 26, intervals)));
+	read_array(array, "gpu_approx_sort", true, &input);
+	if (input.nitems == 0)
+		PG_RETURN_ARRAYTYPE_P(array);
+	sort_values(&input, GS_ALGO_APPROX, (uint32_t) intervals, descending, false, &sorted);
+	PG_RETURN_ARRAYTYPE_P(array_from_sorted_keys(&input, &sorted, descending));
+}
+
+Datum
+gpusort_sql_minmax(PG_FUNCTION_ARGS)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayInput	input;
+	TupleDesc	result_type;
+	Datum		values[2] = {0, 0};
+	bool		nulls[2] = {true, true};
+	int			count;
+
+	read_array(array, "gpu_minmax", false, &input);
+	if (get_call_result_type(fcinfo, NULL, &result_type) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "gpu_minmax must return a record");
+	result_type = BlessTupleDesc(result_type);
+	count = input.nitems - input.nnulls;
+	if (count > 0)
+	{
+		uint64_t   *keys = MemoryContextAllocHuge(CurrentMemoryContext,
+												  sizeof(uint64_t) * count);
+		uint64_t	min_key,
+					max_key;
+		gs_sort_request request;
+		gs_sort_report report;
+
+		for (int i = 0, v = 0; i < input.nitems; i++)
+			if (!element_is_null(&input, i))
+				keys[v++] = input.keys[i];
+		gpusort_request_init(&request);
+		request.n = count;
+		request.key_bytes = 8;
+		request.key_bits = 64;
+		request.keys = keys;
+		gpusort_check_status(gs_minmax(&request, &min_key, &max_key, &report), &report);
+		values[0] = input.type->decode(min_key);
+		values[1] = input.type->decode(max_key);
+		nulls[0] = nulls[1] = false;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(result_type, values, nulls)));
+}

@@ -1,0 +1,110 @@
+/*
+ * errors.c — the seam between PostgreSQL and the engine: engine requests
+ * filled from the settings, host memory from palloc, cancellation, and
+ * engine status codes turned into ereports with a SQLSTATE and a hint.
+ *
+ * The engine never longjmps. A pending cancel (statement_timeout,
+ * pg_cancel_backend, termination) makes the poll function below return
+ * true; the engine then stops, frees what it holds (GPU memory included)
+ * and returns GS_ERR_INTERRUPTED, and only here, with nothing left to free,
+ * does CHECK_FOR_INTERRUPTS() raise the error.
+ */
+#include "gpusort.h"
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+static void *
+palloc_for_engine(size_t bytes, void *context)
+{
+	return MemoryContextAllocExtended((MemoryContext) context, bytes,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void
+pfree_for_engine(void *pointer, void *context)
+{
+	(void) context;
+	pfree(pointer);
+}
+
+static bool
+cancel_pending(void *arg)
+{
+	(void) arg;
+	return INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED() &&
+		(QueryCancelPending || ProcDiePending);
+}
+
+/* A request carrying the session's settings; the caller fills the data. */
+void
+gpusort_request_init(gs_sort_request *request)
+{
+	gs_sort_request_init(request);
+	request->device = (gs_device) gpusort_device;
+	request->gpu_min_elements = (size_t) gpusort_gpu_min_elements;
+	request->gpu_memory_limit = (size_t) gpusort_gpu_memory_limit_mb * 1024 * 1024;
+	request->allocator.alloc = palloc_for_engine;
+	request->allocator.release = pfree_for_engine;
+	request->allocator.context = CurrentMemoryContext;
+	request->poll = cancel_pending;
+}
+
+void
+gpusort_warn_if_fell_back(const gs_sort_report *report)
+{
+	if (report->fell_back)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("GPU sort failed; sorted on the CPU instead"),
+				 errdetail("%s", report->gpu_message),
+				 errhint("The result is correct. Set gpusort.device = 'cpu' to "
+						 "stop using the GPU, or 'gpu' to make this an error.")));
+}
+
+/* Raises the error that `status` stands for; warns about a fallback. */
+void
+gpusort_check_status(gs_status status, const gs_sort_report *report)
+{
+	switch (status)
+	{
+		case GS_OK:
+			gpusort_warn_if_fell_back(report);
+			return;
+		case GS_ERR_INTERRUPTED:
+			CHECK_FOR_INTERRUPTS();
+			/* the poll only stops for a pending cancel or termination */
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling statement due to user request")));
+			break;
+		case GS_ERR_OUT_OF_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory while sorting")));
+			break;
+		case GS_ERR_GPU_UNAVAILABLE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no usable GPU: %s", report->gpu_message),
+					 errhint("Set gpusort.device = 'auto' to sort on the CPU when no GPU "
+							 "is usable; SELECT * FROM gpusort_info() shows what was found.")));
+			break;
+		case GS_ERR_GPU_OUT_OF_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of GPU memory: %s", report->gpu_message),
+					 errhint("Raise gpusort.gpu_memory_limit, or set gpusort.device = 'auto' "
+							 "to sort on the CPU when the GPU cannot.")));
+			break;
+		case GS_ERR_GPU_FAILURE:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("GPU sort failed: %s", report->gpu_message),
+					 errhint("Set gpusort.device = 'auto' to fall back to the CPU.")));
+			break;
+		case GS_ERR_INVALID_ARGUMENT:
+			elog(ERROR, "gpusort: the engine rejected a sort request");
+			break;
+	}
+}

@@ -1,0 +1,543 @@
+/*
+ * executor.c — the GpuSort custom scan node at run time.
+ *
+ * First call: gather every tuple of the child, copying it and encoding its
+ * sort keys (types.c); sort the (key, row) pairs with the engine, on the GPU
+ * when usable; then hand tuples back in that order, forward or backward,
+ * with mark/restore and rescan (all rows stay in memory, so rewinding is
+ * free).
+ *
+ * Memory stays within work_mem like PostgreSQL's own Sort: when the input
+ * outgrows it, the node hands everything over to PostgreSQL's tuplesort,
+ * which spills to disk, for the rest of this execution (EXPLAIN ANALYZE
+ * says so). With a bound (LIMIT), only the best `bound` rows are kept: the
+ * buffer is pruned by sorting whenever it fills, and later rows that cannot
+ * beat the current bound-th row are not copied at all.
+ *
+ * Errors longjmp out of here at any row; everything the node holds lives in
+ * its own memory context (freed with the executor's) and the engine frees
+ * its GPU and pinned memory before returning, so nothing leaks.
+ */
+#include "gpusort.h"
+
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "portability/instr_time.h"
+#include "utils/memutils.h"
+#include "utils/tuplesort.h"
+
+#include "gpusort_executor.h"
+
+/* Smallest buffer of rows a bounded sort prunes. */
+#define MIN_PRUNE_ROWS 65536
+
+static void begin_gpusort(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_gpusort(CustomScanState *node);
+static void end_gpusort(CustomScanState *node);
+static void rescan_gpusort(CustomScanState *node);
+static void mark_gpusort(CustomScanState *node);
+static void restore_gpusort(CustomScanState *node);
+
+CustomScanMethods gpusort_scan_methods = {
+	.CustomName = "GpuSort",
+	.CreateCustomScanState = gpusort_create_scan_state,
+};
+
+static const CustomExecMethods gpusort_exec_methods = {
+	.CustomName = "GpuSort",
+	.BeginCustomScan = begin_gpusort,
+	.ExecCustomScan = exec_gpusort,
+	.EndCustomScan = end_gpusort,
+	.ReScanCustomScan = rescan_gpusort,
+	.MarkPosCustomScan = mark_gpusort,
+	.RestrPosCustomScan = restore_gpusort,
+	.ExplainCustomScan = gpusort_explain,
+};
+
+Node *
+gpusort_create_scan_state(CustomScan *cscan)
+{
+	GpuSortState *state = (GpuSortState *) newNode(sizeof(GpuSortState),
+												   T_CustomScanState);
+
+	state->css.methods = &gpusort_exec_methods;
+	gpusort_plan_info_from_list(cscan->custom_private, &state->plan);
+	return (Node *) state;
+}
+
+static PlanState *
+child_of(GpuSortState *state)
+{
+	return (PlanState *) linitial(state->css.custom_ps);
+}
+
+static void
+begin_gpusort(CustomScanState *node, EState *estate, int eflags)
+{
+	GpuSortState *state = (GpuSortState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+	state->random_access = (eflags & (EXEC_FLAG_REWIND | EXEC_FLAG_BACKWARD |
+									  EXEC_FLAG_MARK)) != 0;
+	/* we keep every row, so the child never needs to go backward */
+	eflags &= ~(EXEC_FLAG_REWIND | EXEC_FLAG_BACKWARD | EXEC_FLAG_MARK);
+	node->custom_ps = list_make1(ExecInitNode(linitial(cscan->custom_plans),
+											  estate, eflags));
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		state->key_types[k] = gpusort_find_type(state->plan.key_type[k]);
+		if (state->key_types[k] == NULL)
+			elog(ERROR, "gpusort: unsupported sort key type %u", state->plan.key_type[k]);
+	}
+	/* the tuplesort hand-over returns minimal tuples; the scan slot, whose
+	 * kind (virtual) parent nodes rely on, receives them deformed */
+	state->tuplesort_slot = ExecAllocTableSlot(&estate->es_tupleTable,
+											   node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+											   &TTSOpsMinimalTuple);
+	state->work_mem_bytes = (Size) work_mem * 1024;
+	state->position = -1;
+	state->timed = (estate->es_instrument & INSTRUMENT_TIMER) != 0;
+}
+
+/* ---- the gathered rows ---- */
+
+static void
+reset_rows(GpuSortState *state)
+{
+	if (state->rows_context != NULL)
+		MemoryContextDelete(state->rows_context);
+	state->rows_context = NULL;
+	state->tuples = NULL;
+	state->order = NULL;
+	state->ntuples = state->capacity = state->noutputs = 0;
+	state->memory_used = 0;
+	state->have_threshold = false;
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		state->column_keys[k] = NULL;
+		state->column_nulls[k] = NULL;
+	}
+}
+
+static void
+start_rows(GpuSortState *state)
+{
+	reset_rows(state);
+	state->rows_context = AllocSetContextCreate(CurrentMemoryContext,
+												"GpuSort rows",
+												ALLOCSET_DEFAULT_SIZES);
+	for (int k = 0; k < state->plan.nkeys; k++)
+		gs_key_column_init(&state->columns[k], state->plan.descending[k],
+						   state->plan.nulls_first[k]);
+}
+
+/* Bytes per row besides the tuple: its pointer, keys and NULL flags, the
+ * sort's key, index and order. */
+static Size
+row_overhead(GpuSortState *state)
+{
+	return sizeof(MinimalTuple) + state->plan.nkeys * (sizeof(uint64_t) + 1) +
+		sizeof(uint64_t) + 2 * sizeof(uint32_t);
+}
+
+static void
+grow_rows(GpuSortState *state)
+{
+	size_t		capacity = state->capacity == 0 ? 1024 : state->capacity * 2;
+
+	if (state->capacity == 0)
+	{
+		state->tuples = MemoryContextAllocHuge(state->rows_context,
+											   capacity * sizeof(MinimalTuple));
+		for (int k = 0; k < state->plan.nkeys; k++)
+		{
+			state->column_keys[k] = MemoryContextAllocHuge(state->rows_context,
+														   capacity * sizeof(uint64_t));
+			state->column_nulls[k] = MemoryContextAllocHuge(state->rows_context, capacity);
+		}
+	}
+	else
+	{
+		state->tuples = repalloc_huge(state->tuples, capacity * sizeof(MinimalTuple));
+		for (int k = 0; k < state->plan.nkeys; k++)
+		{
+			state->column_keys[k] = repalloc_huge(state->column_keys[k],
+												  capacity * sizeof(uint64_t));
+			state->column_nulls[k] = repalloc_huge(state->column_nulls[k], capacity);
+		}
+	}
+	state->memory_used += (capacity - state->capacity) * row_overhead(state);
+	state->capacity = capacity;
+}
+
+/* SQL order of a row's keys against the current bound-th row's: <0, 0, >0 */
+static int
+compare_with_threshold(GpuSortState *state, const uint64_t *keys, const bool *nulls)
+{
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		bool		nulls_first = state->plan.nulls_first[k];
+
+		if (nulls[k] != state->threshold_nulls[k])
+			return nulls[k] == nulls_first ? -1 : 1;
+		if (!nulls[k] && keys[k] != state->threshold_keys[k])
+		{
+			int			order = keys[k] < state->threshold_keys[k] ? -1 : 1;
+
+			return state->plan.descending[k] ? -order : order;
+		}
+	}
+	return 0;
+}
+
+/* Sorts the rows gathered so far; state->order gets their order. */
+static void
+sort_rows(GpuSortState *state, size_t limit, gs_algorithm algorithm)
+{
+	gs_key_layout layout;
+	gs_sort_request settings;
+	gs_sort_report report;
+	gs_status	status;
+	instr_time	start,
+				duration;
+	MemoryContext old_context = MemoryContextSwitchTo(state->rows_context);
+
+	if (gs_key_layout_build(&layout, state->columns, state->plan.nkeys) != GS_OK)
+		elog(ERROR, "gpusort: could not lay out %d sort keys", state->plan.nkeys);
+	state->order = MemoryContextAllocHuge(state->rows_context,
+										  Max(state->ntuples, 1) * sizeof(uint32_t));
+	gpusort_request_init(&settings);
+	settings.algorithm = algorithm;
+	settings.intervals = (uint32_t) Max(state->plan.intervals, 1);
+	settings.limit = limit;
+
+	INSTR_TIME_SET_CURRENT(start);
+	status = gs_sort_rows(&layout, state->ntuples,
+						  (const uint64_t *const *) state->column_keys,
+						  (const bool *const *) state->column_nulls,
+						  &settings, state->order, &report);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	MemoryContextSwitchTo(old_context);
+	gpusort_check_status(status, &report);
+
+	state->sort_ms += INSTR_TIME_GET_MILLISEC(duration);
+	state->sorts++;
+	state->report = report;
+	state->layout_words = layout.nwords;
+	if (algorithm == GS_ALGO_APPROX)
+		state->interval_map = report.interval_map;
+}
+
+/*
+ * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
+ * last kept row's keys so that no later row at or beyond it is copied.
+ */
+static void
+prune_rows(GpuSortState *state)
+{
+	size_t		keep = Min(state->ntuples, (size_t) state->plan.bound);
+	MinimalTuple *kept_tuples;
+	bool	   *dropped;
+
+	sort_rows(state, keep, (gs_algorithm) state->plan.algorithm);
+	dropped = palloc(state->ntuples);
+	memset(dropped, true, state->ntuples);
+	for (size_t i = 0; i < keep; i++)
+		dropped[state->order[i]] = false;
+	for (size_t i = 0; i < state->ntuples; i++)
+		if (dropped[i])
+			pfree(state->tuples[i]);
+	pfree(dropped);
+
+	kept_tuples = MemoryContextAllocHuge(state->rows_context, keep * sizeof(MinimalTuple));
+	for (size_t i = 0; i < keep; i++)
+		kept_tuples[i] = state->tuples[state->order[i]];
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		uint64_t   *keys = state->column_keys[k];
+		bool	   *nulls = state->column_nulls[k];
+		uint64_t   *kept_keys = palloc(keep * sizeof(uint64_t));
+		bool	   *kept_nulls = palloc(keep);
+
+		for (size_t i = 0; i < keep; i++)
+		{
+			kept_keys[i] = keys[state->order[i]];
+			kept_nulls[i] = nulls[state->order[i]];
+		}
+		memcpy(keys, kept_keys, keep * sizeof(uint64_t));
+		memcpy(nulls, kept_nulls, keep);
+		pfree(kept_keys);
+		pfree(kept_nulls);
+		state->threshold_keys[k] = keys[keep - 1];
+		state->threshold_nulls[k] = nulls[keep - 1];
+	}
+	memcpy(state->tuples, kept_tuples, keep * sizeof(MinimalTuple));
+	pfree(kept_tuples);
+	pfree(state->order);
+	state->order = NULL;
+	state->ntuples = keep;
+	state->have_threshold = keep == (size_t) state->plan.bound;
+	/* freed tuples' space is reused for the next ones */
+	state->memory_used = state->capacity * row_overhead(state);
+	for (size_t i = 0; i < keep; i++)
+		state->memory_used += GetMemoryChunkSpace(state->tuples[i]);
+	state->pruned++;
+}
+
+/* Moves everything gathered so far into PostgreSQL's tuplesort. */
+static void
+hand_over_to_tuplesort(GpuSortState *state)
+{
+	TupleDesc	tupdesc = state->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(tupdesc, &TTSOpsMinimalTuple);
+	bool		nulls_first[GS_MAX_KEY_COLUMNS];
+
+	for (int k = 0; k < state->plan.nkeys; k++)
+		nulls_first[k] = state->plan.nulls_first[k];
+	state->tuplesort = tuplesort_begin_heap(tupdesc, state->plan.nkeys,
+											state->plan.key_attno,
+											state->plan.sort_operator,
+											state->plan.collation,
+											nulls_first, work_mem, NULL,
+											state->random_access ?
+											TUPLESORT_RANDOMACCESS : TUPLESORT_NONE);
+	if (state->plan.bound > 0 && state->plan.algorithm != GS_ALGO_APPROX)
+		tuplesort_set_bound(state->tuplesort, state->plan.bound);
+	for (size_t i = 0; i < state->ntuples; i++)
+	{
+		ExecStoreMinimalTuple(state->tuples[i], slot, false);
+		tuplesort_puttupleslot(state->tuplesort, slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	state->handed_over = true;
+	state->rows_handed_over = state->ntuples;
+	state->peak_memory = Max(state->peak_memory, state->memory_used);
+	reset_rows(state);
+}
+
+static void
+gather_and_sort(GpuSortState *state)
+{
+	PlanState  *child = child_of(state);
+	bool		bounded = state->plan.bound > 0 && state->plan.algorithm != GS_ALGO_APPROX;
+	size_t		prune_at = bounded ? Max((size_t) state->plan.bound * 2, MIN_PRUNE_ROWS) : 0;
+	instr_time	start,
+				duration;
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+
+	INSTR_TIME_SET_CURRENT(start);
+	start_rows(state);
+	state->rows_read = 0;
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(child);
+		MinimalTuple tuple;
+		size_t		i;
+
+		if (TupIsNull(slot))
+			break;
+		state->rows_read++;
+		if (state->handed_over)
+		{
+			tuplesort_puttupleslot(state->tuplesort, slot);
+			continue;
+		}
+		for (int k = 0; k < state->plan.nkeys; k++)
+		{
+			Datum		value = slot_getattr(slot, state->plan.key_attno[k], &nulls[k]);
+
+			keys[k] = nulls[k] ? 0 : state->key_types[k]->encode(value);
+		}
+		if (state->have_threshold && compare_with_threshold(state, keys, nulls) >= 0)
+			continue;
+
+		if (state->ntuples == state->capacity)
+			grow_rows(state);
+		i = state->ntuples++;
+		for (int k = 0; k < state->plan.nkeys; k++)
+		{
+			state->column_keys[k][i] = keys[k];
+			state->column_nulls[k][i] = nulls[k];
+			gs_key_column_observe(&state->columns[k], nulls[k], keys[k]);
+		}
+		{
+			MemoryContext old_context = MemoryContextSwitchTo(state->rows_context);
+
+			tuple = ExecCopySlotMinimalTuple(slot);
+			MemoryContextSwitchTo(old_context);
+		}
+		state->tuples[i] = tuple;
+		state->memory_used += GetMemoryChunkSpace(tuple);
+
+		if (bounded && state->ntuples >= prune_at)
+			prune_rows(state);
+		if (state->memory_used > state->work_mem_bytes)
+		{
+			if (bounded && state->ntuples > (size_t) state->plan.bound)
+				prune_rows(state);
+			if (state->memory_used > state->work_mem_bytes)
+				hand_over_to_tuplesort(state);
+		}
+	}
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	state->gather_ms = INSTR_TIME_GET_MILLISEC(duration);
+
+	if (state->handed_over)
+	{
+		tuplesort_performsort(state->tuplesort);
+		return;
+	}
+	state->peak_memory = Max(state->peak_memory, state->memory_used);
+	state->rows_sorted = state->ntuples;
+	sort_rows(state, bounded || state->plan.algorithm == GS_ALGO_APPROX ?
+			  (size_t) state->plan.bound : 0,
+			  (gs_algorithm) state->plan.algorithm);
+	if (state->plan.algorithm == GS_ALGO_APPROX)
+		state->noutputs = state->report.valid_outputs;
+	else if (bounded)
+		state->noutputs = Min(state->ntuples, (size_t) state->plan.bound);
+	else
+		state->noutputs = state->ntuples;
+}
+
+static TupleTableSlot *
+exec_gpusort(CustomScanState *node)
+{
+	GpuSortState *state = (GpuSortState *) node;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	bool		forward = ScanDirectionIsForward(node->ss.ps.state->es_direction);
+	ProjectionInfo *projection = node->ss.ps.ps_ProjInfo;
+	instr_time	start;
+
+	if (!state->sorted)
+	{
+		gather_and_sort(state);
+		state->sorted = true;
+	}
+	if (state->timed)
+		INSTR_TIME_SET_CURRENT(start);
+
+	if (state->handed_over)
+	{
+		if (tuplesort_gettupleslot(state->tuplesort, forward, false,
+								   state->tuplesort_slot, NULL))
+			ExecForceStoreMinimalTuple(ExecFetchSlotMinimalTuple(state->tuplesort_slot, NULL),
+									   slot, false);
+		else
+			ExecClearTuple(slot);
+	}
+	else if (forward && state->position + 1 < (int64) state->noutputs)
+	{
+		state->position++;
+		ExecForceStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
+	}
+	else if (!forward && state->position > 0)
+	{
+		state->position--;
+		ExecForceStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
+	}
+	else
+	{
+		/* past either end: stand just beyond it, as tuplesort does */
+		state->position = forward ? (int64) state->noutputs : -1;
+		ExecClearTuple(slot);
+	}
+
+	if (state->timed)
+	{
+		instr_time	duration;
+
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start);
+		state->emit_ms += INSTR_TIME_GET_MILLISEC(duration);
+	}
+	if (TupIsNull(slot))
+		return NULL;
+	if (projection != NULL)
+	{
+		ExprContext *econtext = node->ss.ps.ps_ExprContext;
+
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = slot;
+		return ExecProject(projection);
+	}
+	return slot;
+}
+
+static void
+end_gpusort(CustomScanState *node)
+{
+	GpuSortState *state = (GpuSortState *) node;
+
+	if (state->tuplesort != NULL)
+		tuplesort_end(state->tuplesort);
+	state->tuplesort = NULL;
+	reset_rows(state);
+	ExecEndNode(child_of(state));
+}
+
+static void
+rescan_gpusort(CustomScanState *node)
+{
+	GpuSortState *state = (GpuSortState *) node;
+	PlanState  *child = child_of(state);
+
+	/* custom children do not inherit changed parameters by themselves */
+	if (node->ss.ps.chgParam != NULL)
+		UpdateChangedParamSet(child, node->ss.ps.chgParam);
+	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	if (!state->sorted)
+		return;					/* the child is read from the start anyway */
+
+	if (child->chgParam != NULL || (state->handed_over && !state->random_access))
+	{
+		/* new input: sort again from scratch */
+		if (state->tuplesort != NULL)
+			tuplesort_end(state->tuplesort);
+		state->tuplesort = NULL;
+		state->handed_over = false;
+		reset_rows(state);
+		state->sorted = false;
+		state->position = -1;
+		if (child->chgParam == NULL)
+			ExecReScan(child);
+		return;
+	}
+	/* same input: rewind */
+	state->position = -1;
+	if (state->handed_over)
+		tuplesort_rescan(state->tuplesort);
+}
+
+static void
+mark_gpusort(CustomScanState *node)
+{
+	GpuSortState *state = (GpuSortState *) node;
+
+	if (state->handed_over)
+		tuplesort_markpos(state->tuplesort);
+	else
+		state->marked_position = state->position;
+}
+
+static void
+restore_gpusort(CustomScanState *node)
+{
+	GpuSortState *state = (GpuSortState *) node;
+
+	if (state->handed_over)
+		tuplesort_restorepos(state->tuplesort);
+	else
+		state->position = state->marked_position;
+}
+
+void
+gpusort_executor_init(void)
+{
+	RegisterCustomScanMethods(&gpusort_scan_methods);
+}

@@ -1,0 +1,156 @@
+/*
+ * explain.c — what EXPLAIN shows for a GpuSort node.
+ *
+ * Always: the sort keys (as PostgreSQL's Sort shows them), the algorithm,
+ * the bound under LIMIT, and for the approximate sort its intervals. Under
+ * ANALYZE: rows sorted, the interval width, whether the input outgrew
+ * work_mem and went to PostgreSQL's tuplesort; and, unless
+ * gpusort.explain_details is off, the machine-dependent parts: where it ran
+ * (GPU name or CPU, and why), memory, and the time split into gather,
+ * transfers, sort and emit.
+ */
+#include "gpusort.h"
+
+#include "commands/explain.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+
+#include "gpusort_executor.h"
+
+static void
+explain_sort_keys(GpuSortState *state, List *ancestors, ExplainState *es)
+{
+	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
+	List	   *context = set_deparse_context_plan(es->deparse_cxt,
+												   (Plan *) cscan, ancestors);
+	bool		use_prefix = list_length(es->rtable) > 1 || es->verbose;
+	List	   *keys = NIL;
+
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		TargetEntry *tle = list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+										 state->plan.key_attno[k] - 1);
+		StringInfoData key;
+
+		initStringInfo(&key);
+		appendStringInfoString(&key, deparse_expression((Node *) tle->expr, context,
+														use_prefix, false));
+		/* like PostgreSQL's Sort: only what differs from the default */
+		if (state->plan.descending[k])
+			appendStringInfoString(&key, " DESC");
+		if (state->plan.nulls_first[k] && !state->plan.descending[k])
+			appendStringInfoString(&key, " NULLS FIRST");
+		else if (!state->plan.nulls_first[k] && state->plan.descending[k])
+			appendStringInfoString(&key, " NULLS LAST");
+		keys = lappend(keys, key.data);
+	}
+	ExplainPropertyList("Sort Key", keys, es);
+}
+
+static const char *
+device_description(GpuSortState *state)
+{
+	const gs_sort_report *report = &state->report;
+
+	if (report->ran_on == GS_DEVICE_GPU)
+	{
+		gs_gpu_info gpu;
+
+		gs_gpu_info_get(&gpu);
+		return psprintf("GPU (%s)", gpu.name);
+	}
+	if (report->fell_back)
+		return psprintf("CPU (the GPU failed: %s)", report->gpu_message);
+	if (report->gpu_message[0] != '\0')
+		return psprintf("CPU (%s)", report->gpu_message);
+	return "CPU";
+}
+
+static void
+explain_analyze(GpuSortState *state, ExplainState *es)
+{
+	bool		details = gpusort_explain_details;
+
+	if (state->handed_over)
+	{
+		TuplesortInstrumentation stats;
+
+		ExplainPropertyText("Sort Method",
+							"PostgreSQL tuplesort (input exceeded work_mem)", es);
+		ExplainPropertyInteger("Rows Handed Over", NULL,
+							   (int64) state->rows_handed_over, es);
+		tuplesort_get_stats(state->tuplesort, &stats);
+		ExplainPropertyText("Tuplesort Method",
+							tuplesort_method_name(stats.sortMethod), es);
+		if (details)
+			ExplainPropertyInteger(stats.spaceType == SORT_SPACE_TYPE_DISK ?
+								   "Tuplesort Disk" : "Tuplesort Memory",
+								   "kB", stats.spaceUsed, es);
+		return;
+	}
+
+	ExplainPropertyInteger("Rows Sorted", NULL, (int64) state->rows_sorted, es);
+	if (state->plan.bound > 0 && state->plan.algorithm != GS_ALGO_APPROX)
+		ExplainPropertyInteger("Rows Read", NULL, state->rows_read, es);
+	if (state->plan.algorithm == GS_ALGO_APPROX)
+	{
+		ExplainPropertyFloat("Interval Width", NULL,
+							 gs_interval_width(&state->interval_map), 1, es);
+		ExplainPropertyInteger("Rows Materialized", NULL, (int64) state->noutputs, es);
+	}
+	if (!details)
+		return;
+
+	ExplainPropertyText("Device", device_description(state), es);
+	ExplainPropertyText("Algorithm Used", gs_algorithm_name(state->report.algorithm), es);
+	ExplainPropertyInteger("Key Words", NULL, state->layout_words, es);
+	if (state->pruned > 0)
+		ExplainPropertyInteger("Prunes", NULL, state->pruned, es);
+	ExplainPropertyInteger("Memory", "kB", (int64) ((state->peak_memory + 1023) / 1024), es);
+	if (state->report.ran_on == GS_DEVICE_GPU)
+		ExplainPropertyInteger("GPU Memory", "kB",
+							   (int64) ((state->report.gpu_bytes + 1023) / 1024), es);
+	if (es->timing)
+	{
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str,
+							 "Time: gather=%.3f sort=%.3f (upload=%.3f gpu=%.3f download=%.3f) emit=%.3f ms\n",
+							 state->gather_ms, state->sort_ms, state->report.upload_ms,
+							 state->report.sort_ms, state->report.download_ms,
+							 state->emit_ms);
+		}
+		else
+		{
+			ExplainPropertyFloat("Gather Time", "ms", state->gather_ms, 3, es);
+			ExplainPropertyFloat("Sort Time", "ms", state->sort_ms, 3, es);
+			ExplainPropertyFloat("Upload Time", "ms", state->report.upload_ms, 3, es);
+			ExplainPropertyFloat("GPU Sort Time", "ms", state->report.sort_ms, 3, es);
+			ExplainPropertyFloat("Download Time", "ms", state->report.download_ms, 3, es);
+			ExplainPropertyFloat("Emit Time", "ms", state->emit_ms, 3, es);
+		}
+	}
+}
+
+void
+gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GpuSortState *state = (GpuSortState *) node;
+
+	explain_sort_keys(state, ancestors, es);
+	if (state->plan.algorithm == GS_ALGO_APPROX)
+	{
+		ExplainPropertyText("Algorithm", "approximate (interval sort)", es);
+		ExplainPropertyInteger("Intervals", NULL, state->plan.intervals, es);
+	}
+	else
+		ExplainPropertyText("Algorithm", gs_algorithm_name(state->plan.algorithm), es);
+	if (state->plan.bound > 0)
+		ExplainPropertyInteger("Bound", NULL, state->plan.bound, es);
+	if (es->analyze && state->sorted)
+		explain_analyze(state, es);
+}

@@ -1,0 +1,111 @@
+/*
+ * gpusort.c — module entry point and settings.
+ *
+ * gpusort moves sorting off the CPU: SQL functions that sort integer arrays
+ * (gpu_sort() and friends, array_functions.c) and a custom scan node,
+ * GpuSort, that the planner picks for ORDER BY on integer keys (planner.c,
+ * executor.c, explain.c). Both turn their values into order-preserving
+ * unsigned keys and hand them to the engine (engine/), which sorts on the GPU
+ * through kernels/ when one is usable and on the CPU otherwise, with the same
+ * result.
+ *
+ * _PG_init only defines settings and registers hooks. It must not touch
+ * CUDA: with shared_preload_libraries it runs in the postmaster, and a
+ * process forked from one that initialised CUDA cannot use the GPU. CUDA
+ * starts in each backend on its first sort (or gpusort_info()).
+ */
+#include "gpusort.h"
+
+#include "fmgr.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+bool		gpusort_enabled = true;
+int			gpusort_device = GS_DEVICE_AUTO;
+int			gpusort_algorithm = GS_ALGO_AUTO;
+int			gpusort_min_rows = 50000;
+int			gpusort_gpu_min_elements = 16384;
+int			gpusort_gpu_memory_limit_mb = 0;
+int			gpusort_approximate_intervals = 0;
+bool		gpusort_explain_details = true;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", GS_DEVICE_AUTO, false},
+	{"gpu", GS_DEVICE_GPU, false},
+	{"cpu", GS_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry algorithm_options[] = {
+	{"auto", GS_ALGO_AUTO, false},
+	{"bitonic", GS_ALGO_BITONIC, false},
+	{"butterfly", GS_ALGO_BUTTERFLY, false},
+	{"radix", GS_ALGO_RADIX, false},
+	{NULL, 0, false}
+};
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomBoolVariable("gpusort.enabled",
+							 "Lets the planner use GpuSort for ORDER BY.",
+							 NULL,
+							 &gpusort_enabled, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpusort.device",
+							 "Where gpusort sorts: auto, gpu or cpu.",
+							 "auto uses the GPU when one is usable (and the sort is large "
+							 "enough to gain from it) and the CPU otherwise, falling back "
+							 "to the CPU with a WARNING if the GPU fails; gpu raises an "
+							 "error instead; cpu never touches the GPU.",
+							 &gpusort_device, GS_DEVICE_AUTO, device_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpusort.algorithm",
+							 "Sorting algorithm of GpuSort: auto, bitonic, butterfly or radix.",
+							 NULL,
+							 &gpusort_algorithm, GS_ALGO_AUTO, algorithm_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpusort.min_rows",
+							"Fewest estimated input rows for which the planner considers GpuSort.",
+							"0 makes every eligible ORDER BY a GpuSort (for tests).",
+							&gpusort_min_rows, 50000, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpusort.gpu_min_elements",
+							"Under gpusort.device = auto, sorts of fewer elements run on the CPU.",
+							"Below this size the GPU's fixed costs (launches, transfers) "
+							"outweigh its speed. gpusort.device = gpu ignores it.",
+							&gpusort_gpu_min_elements, 16384, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpusort.gpu_memory_limit",
+							"Most GPU memory one sort may use; 0 means whatever the GPU has free.",
+							"A sort that needs more runs on the CPU (with a WARNING) "
+							"under gpusort.device = auto, and fails under gpu.",
+							&gpusort_gpu_memory_limit_mb, 0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpusort.approximate_intervals",
+							"Opt-in approximate ORDER BY: number of equal-width intervals, 0 = off.",
+							"When set, a top-level ORDER BY on one integer key returns rows in "
+							"interval order (exact between intervals, any order within one).",
+							&gpusort_approximate_intervals, 0, 0, (int) (1 << 26),
+							PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpusort.explain_details",
+							 "Shows machine-dependent details (device, memory, timings) in EXPLAIN.",
+							 "Turn off for output that is the same on every machine.",
+							 &gpusort_explain_details, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("gpusort");
+
+	gpusort_executor_init();
+	gpusort_planner_init();
+}

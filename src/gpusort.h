@@ -1,0 +1,82 @@
+/*
+ * gpusort.h — what the PostgreSQL glue files (src/) share. Only files under
+ * src/ include postgres.h; they reach the sort engine through
+ * engine/gpusort_engine.h and never touch CUDA directly.
+ *
+ * Prototypes are grouped by the file that defines them.
+ */
+#ifndef GPUSORT_H
+#define GPUSORT_H
+
+#include "postgres.h"
+
+#include "gpusort_engine.h"
+#include "nodes/extensible.h"
+#include "nodes/pg_list.h"
+
+/* ---- gpusort.c: settings (GUCs under the reserved prefix "gpusort.") ---- */
+extern bool gpusort_enabled;
+extern int	gpusort_device;			/* a gs_device */
+extern int	gpusort_algorithm;		/* a gs_algorithm (no approx) */
+extern int	gpusort_min_rows;
+extern int	gpusort_gpu_min_elements;
+extern int	gpusort_gpu_memory_limit_mb;
+extern int	gpusort_approximate_intervals;
+extern bool gpusort_explain_details;
+
+/* ---- errors.c: engine requests, statuses and interruption ---- */
+extern void gpusort_request_init(gs_sort_request *request);
+extern void gpusort_check_status(gs_status status, const gs_sort_report *report);
+extern void gpusort_warn_if_fell_back(const gs_sort_report *report);
+
+/* ---- types.c: SQL types usable as sort keys ---- */
+typedef struct GpuSortType
+{
+	Oid			type;
+	int16		typlen;			/* 2, 4 or 8: all are fixed-length, by value */
+	bool		integral;		/* an integer underneath: exact decode, and
+								 * equal-width intervals make sense */
+	uint64_t	(*encode) (Datum value);
+	Datum		(*decode) (uint64_t key);
+} GpuSortType;
+
+extern const GpuSortType *gpusort_find_type(Oid type);
+extern const char *gpusort_type_names(bool integral_only);
+extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
+extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);
+
+/* ---- planner.c ---- */
+extern void gpusort_planner_init(void);
+
+/* ---- executor.c ---- */
+extern void gpusort_executor_init(void);
+extern Node *gpusort_create_scan_state(CustomScan *cscan);
+
+/*
+ * What the planner hands the executor, in CustomScan.custom_private (a List
+ * of Integers; gpusort_plan_info_to_list / _from_list convert).
+ */
+typedef struct GpuSortPlanInfo
+{
+	int			nkeys;
+	AttrNumber	key_attno[GS_MAX_KEY_COLUMNS];	/* in the child's output */
+	Oid			key_type[GS_MAX_KEY_COLUMNS];
+	Oid			sort_operator[GS_MAX_KEY_COLUMNS];
+	Oid			collation[GS_MAX_KEY_COLUMNS];
+	bool		descending[GS_MAX_KEY_COLUMNS];
+	bool		nulls_first[GS_MAX_KEY_COLUMNS];
+	int			algorithm;		/* gs_algorithm */
+	int			intervals;		/* approximate sort: number of intervals */
+	int64		bound;			/* LIMIT + OFFSET, or 0 for none */
+} GpuSortPlanInfo;
+
+extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);
+extern void gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info);
+
+extern CustomScanMethods gpusort_scan_methods;
+
+/* ---- explain.c ---- */
+extern void gpusort_explain(CustomScanState *node, List *ancestors,
+							struct ExplainState *es);
+
+#endif							/* GPUSORT_H */

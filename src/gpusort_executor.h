@@ -1,0 +1,64 @@
+/*
+ * gpusort_executor.h — the GpuSort node's run-time state, shared by
+ * executor.c (which fills it) and explain.c (which reports it).
+ */
+#ifndef GPUSORT_EXECUTOR_H
+#define GPUSORT_EXECUTOR_H
+
+#include "gpusort.h"
+
+#include "nodes/execnodes.h"
+#include "utils/tuplesort.h"
+
+typedef struct GpuSortState
+{
+	CustomScanState css;
+	GpuSortPlanInfo plan;
+	const GpuSortType *key_types[GS_MAX_KEY_COLUMNS];
+	bool		random_access;	/* rewind, backward or mark/restore needed */
+	bool		timed;			/* EXPLAIN ANALYZE with timing */
+	Size		work_mem_bytes;
+
+	/* rows gathered from the child, in rows_context */
+	MemoryContext rows_context;
+	MinimalTuple *tuples;
+	size_t		ntuples;
+	size_t		capacity;
+	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
+	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
+	gs_key_column columns[GS_MAX_KEY_COLUMNS];
+	Size		memory_used;
+
+	/* bounded sort: rows at or beyond this one are not kept */
+	bool		have_threshold;
+	uint64_t	threshold_keys[GS_MAX_KEY_COLUMNS];
+	bool		threshold_nulls[GS_MAX_KEY_COLUMNS];
+
+	/* the sorted order, and where the scan stands in it */
+	bool		sorted;
+	uint32_t   *order;
+	size_t		noutputs;
+	int64		position;		/* last returned output; -1 before the first */
+	int64		marked_position;
+
+	/* handed over to PostgreSQL's tuplesort (input outgrew work_mem) */
+	bool		handed_over;
+	Tuplesortstate *tuplesort;
+	TupleTableSlot *tuplesort_slot;
+	size_t		rows_handed_over;
+
+	/* for EXPLAIN ANALYZE */
+	gs_sort_report report;
+	gs_interval_map interval_map;
+	unsigned	layout_words;
+	int64		rows_read;
+	size_t		rows_sorted;
+	int			sorts;
+	int			pruned;
+	Size		peak_memory;
+	double		gather_ms;
+	double		sort_ms;
+	double		emit_ms;
+} GpuSortState;
+
+#endif							/* GPUSORT_EXECUTOR_H */

@@ -1,0 +1,367 @@
+/*
+ * planner.c — offers the GpuSort custom path for a query's ORDER BY.
+ *
+ * A chained create_upper_paths_hook looks at the UPPERREL_ORDERED stage: if
+ * every ORDER BY key is a non-volatile expression of a type gpusort encodes
+ * (types.c), sorted by its type's default btree order, it adds a CustomPath
+ * over the cheapest input path, costed so that add_path() keeps it only
+ * where it should beat PostgreSQL's Sort. Everything else (text keys,
+ * ORDER BY ... USING, volatile keys) is left alone.
+ *
+ * A constant LIMIT/OFFSET (root->limit_tuples) becomes the node's bound: it
+ * keeps only the best rows while gathering. The opt-in approximate sort
+ * (gpusort.approximate_intervals) applies only to the top-level query's
+ * ORDER BY on one integer key, whose order goes straight to the client.
+ */
+#include "gpusort.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_am_d.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planner.h"
+#include "optimizer/tlist.h"
+#include "utils/lsyscache.h"
+
+static create_upper_paths_hook_type previous_upper_paths_hook = NULL;
+
+/*
+ * Cost per input row, in multiples of cpu_operator_cost, of gathering the
+ * row (copying the tuple, encoding its keys), sorting its key, and emitting
+ * it. PostgreSQL's Sort charges 2 * cpu_operator_cost per comparison, about
+ * 2 * log2(N) per row, which the GPU's linear cost undercuts for large N;
+ * the CPU's radix sort costs more per row than the GPU's. Set from
+ * measurements on the H100 machine (bench/README.md).
+ */
+#define GPU_COST_PER_ROW 12.0
+#define CPU_COST_PER_ROW 30.0
+/* Fixed cost of a GPU sort (launches, transfers' latency, synchronisation). */
+#define GPU_STARTUP_COST 2000.0
+
+static Plan *plan_gpusort_path(PlannerInfo *root, RelOptInfo *rel,
+							   CustomPath *best_path, List *tlist,
+							   List *clauses, List *custom_plans);
+
+static const CustomPathMethods gpusort_path_methods = {
+	.CustomName = "GpuSort",
+	.PlanCustomPath = plan_gpusort_path,
+};
+
+/* ---- plan info <-> List of Integers (custom_private must be copyable) ---- */
+
+List *
+gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
+{
+	List	   *list = NIL;
+
+	list = lappend(list, makeInteger(info->nkeys));
+	for (int k = 0; k < info->nkeys; k++)
+	{
+		list = lappend(list, makeInteger(info->key_attno[k]));
+		list = lappend(list, makeInteger((int) info->key_type[k]));
+		list = lappend(list, makeInteger((int) info->sort_operator[k]));
+		list = lappend(list, makeInteger((int) info->collation[k]));
+		list = lappend(list, makeInteger(info->descending[k]));
+		list = lappend(list, makeInteger(info->nulls_first[k]));
+	}
+	list = lappend(list, makeInteger(info->algorithm));
+	list = lappend(list, makeInteger(info->intervals));
+	list = lappend(list, makeInteger((int) info->bound));
+	return list;
+}
+
+void
+gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
+{
+	int			i = 0;
+
+#define NEXT_INT() intVal(list_nth(list, i++))
+	memset(info, 0, sizeof(*info));
+	info->nkeys = NEXT_INT();
+	for (int k = 0; k < info->nkeys; k++)
+	{
+		info->key_attno[k] = (AttrNumber) NEXT_INT();
+		info->key_type[k] = (Oid) NEXT_INT();
+		info->sort_operator[k] = (Oid) NEXT_INT();
+		info->collation[k] = (Oid) NEXT_INT();
+		info->descending[k] = NEXT_INT() != 0;
+		info->nulls_first[k] = NEXT_INT() != 0;
+	}
+	info->algorithm = NEXT_INT();
+	info->intervals = NEXT_INT();
+	info->bound = NEXT_INT();
+#undef NEXT_INT
+}
+
+/*
+ * The expression a pathkey sorts by, as it appears in the input's target,
+ * or NULL if it does not appear there.
+ */
+static Expr *
+find_key_expression(PathKey *pathkey, PathTarget *target)
+{
+	ListCell   *lc;
+
+	if (pathkey->pk_eclass->ec_has_volatile)
+		return NULL;
+	foreach(lc, target->exprs)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+
+		if (find_ec_member_matching_expr(pathkey->pk_eclass, expr, NULL) != NULL)
+			return expr;
+	}
+	return NULL;
+}
+
+/*
+ * Fills info (except attnos) and the key expressions if every ORDER BY key
+ * can be a GpuSort key; returns false otherwise.
+ */
+static bool
+analyze_sort_keys(PlannerInfo *root, PathTarget *target, GpuSortPlanInfo *info,
+				  List **key_exprs)
+{
+	ListCell   *lc;
+
+	memset(info, 0, sizeof(*info));
+	*key_exprs = NIL;
+	foreach(lc, root->sort_pathkeys)
+	{
+		PathKey    *pathkey = lfirst_node(PathKey, lc);
+		Expr	   *expr;
+		Oid			type;
+		Oid			opclass;
+		int			k = info->nkeys;
+
+		if (k == GS_MAX_KEY_COLUMNS)
+			return false;
+		expr = find_key_expression(pathkey, target);
+		if (expr == NULL || contain_volatile_functions((Node *) expr))
+			return false;
+		type = exprType((Node *) expr);
+		if (gpusort_find_type(type) == NULL)
+			return false;
+		/* the type's default order only: ORDER BY ... USING is left alone */
+		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+		if (!OidIsValid(opclass) || get_opclass_family(opclass) != pathkey->pk_opfamily)
+			return false;
+		if (pathkey->pk_strategy != BTLessStrategyNumber &&
+			pathkey->pk_strategy != BTGreaterStrategyNumber)
+			return false;
+		info->key_type[k] = type;
+		info->descending[k] = pathkey->pk_strategy == BTGreaterStrategyNumber;
+		info->nulls_first[k] = pathkey->pk_nulls_first;
+		info->collation[k] = pathkey->pk_eclass->ec_collation;
+		info->sort_operator[k] = get_opfamily_member(pathkey->pk_opfamily, type, type,
+													 pathkey->pk_strategy);
+		if (!OidIsValid(info->sort_operator[k]))
+			return false;
+		*key_exprs = lappend(*key_exprs, expr);
+		info->nkeys++;
+	}
+	return info->nkeys > 0;
+}
+
+/* Only the top-level SELECT's ORDER BY goes straight to the client. */
+static bool
+approximation_allowed(PlannerInfo *root, const GpuSortPlanInfo *info)
+{
+	return gpusort_approximate_intervals > 0 &&
+		root->parent_root == NULL &&
+		root->query_level == 1 &&
+		root->parse->commandType == CMD_SELECT &&
+		root->parse->rowMarks == NIL &&
+		info->nkeys == 1 &&
+		gpusort_find_type(info->key_type[0])->integral;
+}
+
+static bool
+gpu_expected(void)
+{
+	gs_gpu_info gpu;
+
+	if (gpusort_device == GS_DEVICE_CPU)
+		return false;
+	/* initialises CUDA in this backend once; only reached for large sorts
+	 * (or gpusort.min_rows = 0) */
+	gs_gpu_info_get(&gpu);
+	return gpu.usable;
+}
+
+static void
+cost_gpusort(CustomPath *path, Path *input, double rows, bool on_gpu)
+{
+	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
+
+	path->path.rows = input->rows;
+	path->path.startup_cost = input->total_cost + rows * per_row +
+		(on_gpu ? GPU_STARTUP_COST : 0.0);
+	path->path.total_cost = path->path.startup_cost + rows * cpu_operator_cost;
+}
+
+/* Does the expression hold a Var with varno 0 (a set operation's output)?
+ * EXPLAIN cannot name those from our node, so such sorts stay PostgreSQL's. */
+static bool
+has_setop_output_var(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varno == 0;
+	return expression_tree_walker(node, has_setop_output_var, context);
+}
+
+/* Is this ordered path one that sorts (as opposed to presorted input)? */
+static bool
+path_sorts(Path *path)
+{
+	if (IsA(path, ProjectionPath))
+		path = ((ProjectionPath *) path)->subpath;
+	return IsA(path, SortPath) || IsA(path, IncrementalSortPath);
+}
+
+/* Removes the paths that sort, keeping any that get the order for free. */
+static void
+remove_sorting_paths(RelOptInfo *rel)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+
+		if (!path_sorts(path))
+			kept = lappend(kept, path);
+	}
+	rel->pathlist = kept;
+	rel->cheapest_total_path = NULL;
+	rel->cheapest_startup_path = NULL;
+}
+
+static void
+add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
+{
+	Path	   *input = input_rel->cheapest_total_path;
+	GpuSortPlanInfo info;
+	List	   *key_exprs;
+	CustomPath *path;
+	Path	   *result;
+	PathTarget *final_target;
+	bool		approximate;
+	bool		forced;
+
+	if (input == NULL || input->param_info != NULL)
+		return;
+	if (has_setop_output_var((Node *) input->pathtarget->exprs, NULL))
+		return;
+	if (!analyze_sort_keys(root, input->pathtarget, &info, &key_exprs))
+		return;
+	/* the approximate opt-in applies at any size */
+	approximate = approximation_allowed(root, &info);
+	if (!approximate && input->rows < gpusort_min_rows)
+		return;
+	info.algorithm = approximate ? GS_ALGO_APPROX : gpusort_algorithm;
+	info.intervals = approximate ? gpusort_approximate_intervals : 0;
+	if (root->limit_tuples > 0 && root->limit_tuples < PG_INT32_MAX)
+		info.bound = (int64) root->limit_tuples;
+
+	path = makeNode(CustomPath);
+	path->path.pathtype = T_CustomScan;
+	path->path.parent = output_rel;
+	path->path.pathtarget = input->pathtarget;
+	path->path.param_info = NULL;
+	path->path.parallel_aware = false;
+	path->path.parallel_safe = false;
+	path->path.parallel_workers = 0;
+	/* claims SQL order, also when approximate: the user opted in, and only
+	 * the client and a Limit sit above it */
+	path->path.pathkeys = root->sort_pathkeys;
+	path->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN | CUSTOMPATH_SUPPORT_MARK_RESTORE;
+	path->custom_paths = list_make1(input);
+	path->custom_private = list_make2(gpusort_plan_info_to_list(&info), key_exprs);
+	path->methods = &gpusort_path_methods;
+	cost_gpusort(path, input,
+				 info.bound > 0 ? input->rows : input->rows, gpu_expected());
+
+	/* the query's final target may hold columns computed after the sort
+	 * (volatile or set-returning ones): then a projection goes on top */
+	result = &path->path;
+	final_target = root->upper_targets[UPPERREL_ORDERED];
+	if (final_target != NULL && final_target != input->pathtarget &&
+		!equal(final_target->exprs, input->pathtarget->exprs))
+		result = (Path *) create_projection_path(root, output_rel, result, final_target);
+
+	/*
+	 * An explicit opt-in (approximate order) or gpusort.min_rows = 0 (tests)
+	 * means GpuSort instead of a Sort whatever the costs say; input that
+	 * comes in order already (an index) may still win, with no sort at all.
+	 */
+	forced = approximate || gpusort_min_rows == 0;
+	if (forced)
+		remove_sorting_paths(output_rel);
+	add_path(output_rel, result);
+}
+
+static void
+gpusort_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+					RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
+{
+	if (previous_upper_paths_hook)
+		previous_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage == UPPERREL_ORDERED && gpusort_enabled && root->sort_pathkeys != NIL)
+		add_gpusort_path(root, input_rel, output_rel);
+}
+
+/*
+ * The CustomScan reads the child's tuples as its scan tuples
+ * (custom_scan_tlist = the child's target list) and returns them, so its own
+ * target list, which setrefs.c rewrites against custom_scan_tlist, is the
+ * path's. The keys become attribute numbers in the child's output.
+ */
+static Plan *
+plan_gpusort_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				  List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	Plan	   *child = linitial(custom_plans);
+	List	   *key_exprs = lsecond(best_path->custom_private);
+	GpuSortPlanInfo info;
+	ListCell   *lc;
+	int			k = 0;
+
+	gpusort_plan_info_from_list(linitial(best_path->custom_private), &info);
+	foreach(lc, key_exprs)
+	{
+		TargetEntry *tle = tlist_member((Expr *) lfirst(lc), child->targetlist);
+
+		if (tle == NULL)
+			elog(ERROR, "gpusort: sort key not found in the input's target list");
+		info.key_attno[k++] = tle->resno;
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = NIL;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_exprs = NIL;
+	cscan->custom_private = gpusort_plan_info_to_list(&info);
+	cscan->custom_scan_tlist = copyObject(child->targetlist);
+	cscan->custom_relids = NULL;
+	cscan->methods = &gpusort_scan_methods;
+	return &cscan->scan.plan;
+}
+
+void
+gpusort_planner_init(void)
+{
+	previous_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = gpusort_upper_paths;
+}
