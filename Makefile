@@ -70,6 +70,10 @@ include $(PGXS)
 
 $(shlib): $(CUDA_OBJS)
 
+# PGXS knows no header dependencies
+$(GLUE_OBJS): $(wildcard src/*.h) engine/gpusort_engine.h kernels/interval_map.h
+$(ENGINE_OBJS): $(wildcard engine/*.h) $(wildcard kernels/*.h)
+
 kernels/%.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
 	$(NVCC) $(NVCC_FLAGS) -Ikernels -c $< -o $@
 

@@ -370,7 +370,8 @@ now_seconds()
 }
 
 /*
- * Waits for an event, calling the poll function between queries: spins for
+ * Waits for an event, calling the poll function before each query (so a
+ * wait always polls at least once, however quick the GPU was): spins for
  * the first 200 microseconds (short waits should not pay a sleep), then
  * sleeps 50 microseconds between queries.
  */
@@ -381,17 +382,18 @@ Job::wait_event(cudaEvent_t event)
 
 	for (;;)
 	{
+		if (poll_ != nullptr && poll_(poll_arg_))
+		{
+			set_message("the GPU sort was interrupted");
+			return fail(GPU_INTERRUPTED);
+		}
+
 		cudaError_t error = cudaEventQuery(event);
 
 		if (error == cudaSuccess)
 			return GPU_OK;
 		if (error != cudaErrorNotReady)
 			return check(error, "waiting for the GPU");
-		if (poll_ != nullptr && poll_(poll_arg_))
-		{
-			set_message("the GPU sort was interrupted");
-			return fail(GPU_INTERRUPTED);
-		}
 		if (now_seconds() - start > 200e-6)
 		{
 			struct timespec pause = {0, 50 * 1000};

@@ -91,11 +91,20 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 		if (state->key_types[k] == NULL)
 			elog(ERROR, "gpusort: unsupported sort key type %u", state->plan.key_type[k]);
 	}
-	/* the tuplesort hand-over returns minimal tuples; the scan slot, whose
-	 * kind (virtual) parent nodes rely on, receives them deformed */
-	state->tuplesort_slot = ExecAllocTableSlot(&estate->es_tupleTable,
-											   node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
-											   &TTSOpsMinimalTuple);
+	/*
+	 * The scan slot holds our stored minimal tuples as they are, without
+	 * deforming them. ExecInitCustomScan made it virtual; parent nodes are
+	 * initialised after us, so they see the new slot kind, and the
+	 * projection (if any) is rebuilt for it.
+	 */
+	node->ss.ss_ScanTupleSlot =
+		ExecAllocTableSlot(&estate->es_tupleTable,
+						   node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+						   &TTSOpsMinimalTuple);
+	node->ss.ps.scanops = &TTSOpsMinimalTuple;
+	node->ss.ps.scanopsfixed = true;
+	node->ss.ps.scanopsset = true;
+	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	state->work_mem_bytes = (Size) work_mem * 1024;
 	state->position = -1;
 	state->timed = (estate->es_instrument & INSTRUMENT_TIMER) != 0;
@@ -424,22 +433,18 @@ exec_gpusort(CustomScanState *node)
 
 	if (state->handed_over)
 	{
-		if (tuplesort_gettupleslot(state->tuplesort, forward, false,
-								   state->tuplesort_slot, NULL))
-			ExecForceStoreMinimalTuple(ExecFetchSlotMinimalTuple(state->tuplesort_slot, NULL),
-									   slot, false);
-		else
+		if (!tuplesort_gettupleslot(state->tuplesort, forward, false, slot, NULL))
 			ExecClearTuple(slot);
 	}
 	else if (forward && state->position + 1 < (int64) state->noutputs)
 	{
 		state->position++;
-		ExecForceStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
+		ExecStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
 	}
 	else if (!forward && state->position > 0)
 	{
 		state->position--;
-		ExecForceStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
+		ExecStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
 	}
 	else
 	{

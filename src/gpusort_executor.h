@@ -44,7 +44,6 @@ typedef struct GpuSortState
 	/* handed over to PostgreSQL's tuplesort (input outgrew work_mem) */
 	bool		handed_over;
 	Tuplesortstate *tuplesort;
-	TupleTableSlot *tuplesort_slot;
 	size_t		rows_handed_over;
 
 	/* for EXPLAIN ANALYZE */

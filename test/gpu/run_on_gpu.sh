@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The GPU test runner, for a machine with an NVIDIA GPU (run from the
+# repository root there):
+#
+#   test/gpu/run_on_gpu.sh OUTDIR [--bench]
+#
+# Builds gpusort with the kernels, installs it into a throwaway PostgreSQL,
+# and runs, each logged under OUTDIR:
+#   1. the engine unit tests, on the CPU and again driving the GPU;
+#   2. test/gpu/check_gpu: every GPU algorithm against the CPU engine on
+#      random inputs up to 2^26 elements;
+#   3. the pg_regress suite with gpusort.device = gpu (so every sort in it
+#      runs on the GPU or fails);
+#   4. with --bench, the SQL benchmark (bench/sql_bench.sh).
+# On the workplace's GPU machine, PostgreSQL comes from .device-carry (see
+# ../shared/device/README.md); elsewhere set PG_CONFIG/PGHOST/... yourself.
+set -uo pipefail
+out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [--bench]}
+bench=${2:-}
+mkdir -p "$out"
+export PATH="/usr/local/cuda/bin:$PATH"
+if [ -f .device-carry/pg-on-gpu.sh ]; then
+  # shellcheck disable=SC1091
+  source .device-carry/pg-on-gpu.sh > "$out/postgres_setup.log" 2>&1
+fi
+run_as=""
+if [ "$(id -u)" -eq 0 ] && id pgrun >/dev/null 2>&1; then run_as="pgrun"; fi
+
+summary=()
+step() { echo; echo "===== $*"; }
+record() { summary+=("$1: $2"); }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+
+step "build"
+make clean >/dev/null 2>&1
+if make -j"$(nproc)" PG_CONFIG="$PG_CONFIG" > "$out/build.log" 2>&1 &&
+   make install PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1; then
+  record build ok
+else
+  tail -n 40 "$out/build.log"; record build FAILED
+  printf '%s\n' "${summary[@]}"; exit 1
+fi
+chmod -R a+rwX .
+
+step "unit tests (CPU, then GPU)"
+make test/unit/test_engine PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+test/unit/test_engine > "$out/unit_cpu.log" 2>&1; tail -n 3 "$out/unit_cpu.log"
+record "unit tests" "$(tail -n 1 "$out/unit_cpu.log")"
+test/unit/test_engine --gpu > "$out/unit_gpu.log" 2>&1; tail -n 3 "$out/unit_gpu.log"
+record "unit tests with --gpu" "$(tail -n 1 "$out/unit_gpu.log")"
+
+step "GPU against the CPU engine on random inputs"
+make test/gpu/check_gpu PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+test/gpu/check_gpu > "$out/check_gpu.log" 2>&1; tail -n 15 "$out/check_gpu.log"
+record "check_gpu" "$(tail -n 1 "$out/check_gpu.log")"
+
+step "pg_regress with gpusort.device = gpu"
+regress="PATH=$PATH PGOPTIONS='-c gpusort.device=gpu' make installcheck PG_CONFIG=$PG_CONFIG"
+if [ -n "$run_as" ]; then su "$run_as" -c "$regress" > "$out/regress.log" 2>&1
+else bash -c "$regress" > "$out/regress.log" 2>&1; fi
+grep -E "^test |tests" "$out/regress.log"
+[ -f regression.diffs ] && cp regression.diffs "$out/"
+record "regress (device=gpu)" "$(grep -E 'tests (passed|failed)' "$out/regress.log" | tr -s ' ')"
+
+if [ "$bench" = "--bench" ]; then
+  step "SQL benchmark"
+  bench/sql_bench.sh "$out" ${GPUSORT_BENCH_ROWS:-10000000} 2>&1 | tee "$out/sql_bench.log" | tail -n 14
+fi
+
+step "summary"
+printf '%s\n' "${summary[@]}"
