@@ -94,11 +94,35 @@ unittest: test/unit/test_engine
 	test/unit/test_engine
 
 # ---- GPU-only programs (need nvcc; run them on a machine with a GPU) ----
-.PHONY: cuda-objs check-gpu
+#   make check-gpu           GPU vs CPU engine, ~1500 cases (test/gpu/check_gpu.c)
+#   make bench               kernel throughput -> bench/out/results.csv
+#   make emulate-networks    the network passes emulated on the CPU (no GPU)
+# On a machine without pg_config (the GPU machine), test/gpu/build.sh builds
+# the same programs with plain nvcc/cc commands.
+.PHONY: cuda-objs check-gpu bench emulate-networks clean-gpu
 cuda-objs: $(CUDA_OBJS)
 
 test/gpu/check_gpu: test/gpu/check_gpu.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/gpu/check_gpu.c $(ENGINE_SRCS) $(CUDA_OBJS) $(CUDA_LIBS) -lm
+	$(CC) $(UNIT_CFLAGS) -I$(CUDA_HOME)/include -o $@ test/gpu/check_gpu.c $(ENGINE_SRCS) $(CUDA_OBJS) $(CUDA_LIBS) -lm
 
 check-gpu: test/gpu/check_gpu
 	test/gpu/check_gpu
+
+bench/bench_kernels: bench/bench_kernels.cu $(wildcard kernels/*.h kernels/*.cuh) $(CUDA_OBJS)
+	$(NVCC) $(NVCC_FLAGS) -Ikernels -o $@ bench/bench_kernels.cu $(CUDA_OBJS) -ldl -lpthread -lrt
+
+BENCH_ARGS ?= --max-log 26
+bench: bench/bench_kernels
+	mkdir -p bench/out
+	bench/bench_kernels --csv bench/out/results.csv $(BENCH_ARGS)
+
+test/gpu/emulate_networks: test/gpu/emulate_networks.cpp kernels/gpu_network_core.cuh
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -Ikernels -o $@ test/gpu/emulate_networks.cpp
+
+emulate-networks: test/gpu/emulate_networks
+	test/gpu/emulate_networks
+
+clean: clean-gpu
+clean-gpu:
+	rm -f test/gpu/emulate_networks
+	rm -rf bench/out

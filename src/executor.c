@@ -32,6 +32,8 @@
 
 /* Smallest buffer of rows a bounded sort prunes. */
 #define MIN_PRUNE_ROWS 65536
+/* How many rows ahead emitting prefetches tuples. */
+#define PREFETCH_DISTANCE 16
 
 static void begin_gpusort(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *exec_gpusort(CustomScanState *node);
@@ -112,6 +114,14 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 
 /* ---- the gathered rows ---- */
 
+/*
+ * Tuples are copied into large arena chunks (no per-tuple palloc), their
+ * keys into per-column arrays. Everything lives in rows_context, so a prune
+ * moves the survivors into a fresh context and drops the old one whole.
+ */
+#define ARENA_CHUNK_MIN ((Size) 64 * 1024)
+#define ARENA_CHUNK_MAX ((Size) 8 * 1024 * 1024)
+
 static void
 reset_rows(GpuSortState *state)
 {
@@ -119,8 +129,10 @@ reset_rows(GpuSortState *state)
 		MemoryContextDelete(state->rows_context);
 	state->rows_context = NULL;
 	state->tuples = NULL;
-	state->order = NULL;
+	state->sorted = NULL;
 	state->ntuples = state->capacity = state->noutputs = 0;
+	state->arena_next = NULL;
+	state->arena_left = 0;
 	state->memory_used = 0;
 	state->have_threshold = false;
 	for (int k = 0; k < state->plan.nkeys; k++)
@@ -130,55 +142,120 @@ reset_rows(GpuSortState *state)
 	}
 }
 
-static void
-start_rows(GpuSortState *state)
+/* Bytes per row besides the tuple: its pointer, keys and NULL flags, and
+ * the sort's key, index and sorted pointer. */
+static Size
+row_overhead(GpuSortState *state)
 {
-	reset_rows(state);
+	return sizeof(MinimalTuple) + state->plan.nkeys * (sizeof(uint64_t) + 1) +
+		sizeof(uint64_t) + sizeof(uint32_t) + sizeof(MinimalTuple);
+}
+
+/* Arrays for `capacity` rows in a new rows_context (the old one, if any, is
+ * left to the caller). */
+static void
+allocate_rows(GpuSortState *state, size_t capacity)
+{
 	state->rows_context = AllocSetContextCreate(CurrentMemoryContext,
 												"GpuSort rows",
 												ALLOCSET_DEFAULT_SIZES);
+	state->tuples = MemoryContextAllocHuge(state->rows_context,
+										   capacity * sizeof(MinimalTuple));
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		state->column_keys[k] = MemoryContextAllocHuge(state->rows_context,
+													   capacity * sizeof(uint64_t));
+		state->column_nulls[k] = MemoryContextAllocHuge(state->rows_context, capacity);
+	}
+	state->capacity = capacity;
+	state->arena_next = NULL;
+	state->arena_left = 0;
+	state->memory_used = capacity * row_overhead(state);
+}
+
+static void
+start_rows(GpuSortState *state)
+{
+	double		expected = state->css.ss.ps.plan->plan_rows;
+	size_t		capacity = 1024;
+
+	reset_rows(state);
+	/* start near the planner's estimate, within work_mem */
+	while (capacity < expected && capacity * row_overhead(state) * 4 < state->work_mem_bytes)
+		capacity *= 2;
+	allocate_rows(state, capacity);
 	for (int k = 0; k < state->plan.nkeys; k++)
 		gs_key_column_init(&state->columns[k], state->plan.descending[k],
 						   state->plan.nulls_first[k]);
 }
 
-/* Bytes per row besides the tuple: its pointer, keys and NULL flags, the
- * sort's key, index and order. */
-static Size
-row_overhead(GpuSortState *state)
-{
-	return sizeof(MinimalTuple) + state->plan.nkeys * (sizeof(uint64_t) + 1) +
-		sizeof(uint64_t) + 2 * sizeof(uint32_t);
-}
-
 static void
 grow_rows(GpuSortState *state)
 {
-	size_t		capacity = state->capacity == 0 ? 1024 : state->capacity * 2;
+	size_t		capacity = state->capacity * 2;
 
-	if (state->capacity == 0)
+	state->tuples = repalloc_huge(state->tuples, capacity * sizeof(MinimalTuple));
+	for (int k = 0; k < state->plan.nkeys; k++)
 	{
-		state->tuples = MemoryContextAllocHuge(state->rows_context,
-											   capacity * sizeof(MinimalTuple));
-		for (int k = 0; k < state->plan.nkeys; k++)
-		{
-			state->column_keys[k] = MemoryContextAllocHuge(state->rows_context,
-														   capacity * sizeof(uint64_t));
-			state->column_nulls[k] = MemoryContextAllocHuge(state->rows_context, capacity);
-		}
-	}
-	else
-	{
-		state->tuples = repalloc_huge(state->tuples, capacity * sizeof(MinimalTuple));
-		for (int k = 0; k < state->plan.nkeys; k++)
-		{
-			state->column_keys[k] = repalloc_huge(state->column_keys[k],
-												  capacity * sizeof(uint64_t));
-			state->column_nulls[k] = repalloc_huge(state->column_nulls[k], capacity);
-		}
+		state->column_keys[k] = repalloc_huge(state->column_keys[k],
+											  capacity * sizeof(uint64_t));
+		state->column_nulls[k] = repalloc_huge(state->column_nulls[k], capacity);
 	}
 	state->memory_used += (capacity - state->capacity) * row_overhead(state);
 	state->capacity = capacity;
+}
+
+/* A copy of a minimal tuple in the arena. */
+static MinimalTuple
+arena_copy(GpuSortState *state, const char *data, uint32 length)
+{
+	Size		aligned = MAXALIGN(length);
+	MinimalTuple copy;
+
+	if (aligned > state->arena_left)
+	{
+		/* chunks small against work_mem, so little of it goes unused */
+		Size		chunk = Max(Min(state->work_mem_bytes / 16, ARENA_CHUNK_MAX),
+								ARENA_CHUNK_MIN);
+
+		chunk = Max(chunk, aligned);
+
+		state->arena_next = MemoryContextAllocHuge(state->rows_context, chunk);
+		state->arena_left = chunk;
+		state->memory_used += chunk;
+	}
+	copy = (MinimalTuple) state->arena_next;
+	memcpy(copy, data, length);
+	state->arena_next += aligned;
+	state->arena_left -= aligned;
+	return copy;
+}
+
+/* Copies the slot's row into the arena as a minimal tuple. Heap tuples
+ * (the usual case: a scan) are converted in place, with one memcpy. */
+static MinimalTuple
+copy_row(GpuSortState *state, TupleTableSlot *slot)
+{
+	MinimalTuple result;
+
+	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
+	{
+		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
+		uint32		length = heap->t_len - MINIMAL_TUPLE_OFFSET;
+
+		result = arena_copy(state, (char *) heap->t_data + MINIMAL_TUPLE_OFFSET, length);
+		result->t_len = length;
+	}
+	else
+	{
+		bool		should_free;
+		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, &should_free);
+
+		result = arena_copy(state, (char *) tuple, tuple->t_len);
+		if (should_free)
+			pfree(tuple);
+	}
+	return result;
 }
 
 /* SQL order of a row's keys against the current bound-th row's: <0, 0, >0 */
@@ -242,57 +319,50 @@ sort_rows(GpuSortState *state, size_t limit, gs_algorithm algorithm)
 
 /*
  * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
- * last kept row's keys so that no later row at or beyond it is copied.
+ * last kept row's keys so that no later row at or beyond it is copied. The
+ * survivors move to a fresh context; the old one goes whole.
  */
 static void
 prune_rows(GpuSortState *state)
 {
 	size_t		keep = Min(state->ntuples, (size_t) state->plan.bound);
-	MinimalTuple *kept_tuples;
-	bool	   *dropped;
+	MemoryContext old_context;
+	MinimalTuple *old_tuples;
+	uint64_t   *old_keys[GS_MAX_KEY_COLUMNS];
+	bool	   *old_nulls[GS_MAX_KEY_COLUMNS];
+	uint32_t   *order;
 
 	sort_rows(state, keep, (gs_algorithm) state->plan.algorithm);
-	dropped = palloc(state->ntuples);
-	memset(dropped, true, state->ntuples);
-	for (size_t i = 0; i < keep; i++)
-		dropped[state->order[i]] = false;
-	for (size_t i = 0; i < state->ntuples; i++)
-		if (dropped[i])
-			pfree(state->tuples[i]);
-	pfree(dropped);
-
-	kept_tuples = MemoryContextAllocHuge(state->rows_context, keep * sizeof(MinimalTuple));
-	for (size_t i = 0; i < keep; i++)
-		kept_tuples[i] = state->tuples[state->order[i]];
+	order = state->order;
+	old_context = state->rows_context;
+	old_tuples = state->tuples;
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
-		uint64_t   *keys = state->column_keys[k];
-		bool	   *nulls = state->column_nulls[k];
-		uint64_t   *kept_keys = palloc(keep * sizeof(uint64_t));
-		bool	   *kept_nulls = palloc(keep);
-
-		for (size_t i = 0; i < keep; i++)
-		{
-			kept_keys[i] = keys[state->order[i]];
-			kept_nulls[i] = nulls[state->order[i]];
-		}
-		memcpy(keys, kept_keys, keep * sizeof(uint64_t));
-		memcpy(nulls, kept_nulls, keep);
-		pfree(kept_keys);
-		pfree(kept_nulls);
-		state->threshold_keys[k] = keys[keep - 1];
-		state->threshold_nulls[k] = nulls[keep - 1];
+		old_keys[k] = state->column_keys[k];
+		old_nulls[k] = state->column_nulls[k];
 	}
-	memcpy(state->tuples, kept_tuples, keep * sizeof(MinimalTuple));
-	pfree(kept_tuples);
-	pfree(state->order);
+
+	allocate_rows(state, state->capacity);
+	for (size_t i = 0; i < keep; i++)
+	{
+		MinimalTuple tuple = old_tuples[order[i]];
+
+		state->tuples[i] = arena_copy(state, (char *) tuple, tuple->t_len);
+		for (int k = 0; k < state->plan.nkeys; k++)
+		{
+			state->column_keys[k][i] = old_keys[k][order[i]];
+			state->column_nulls[k][i] = old_nulls[k][order[i]];
+		}
+	}
+	for (int k = 0; k < state->plan.nkeys && keep > 0; k++)
+	{
+		state->threshold_keys[k] = state->column_keys[k][keep - 1];
+		state->threshold_nulls[k] = state->column_nulls[k][keep - 1];
+	}
+	MemoryContextDelete(old_context);
 	state->order = NULL;
 	state->ntuples = keep;
 	state->have_threshold = keep == (size_t) state->plan.bound;
-	/* freed tuples' space is reused for the next ones */
-	state->memory_used = state->capacity * row_overhead(state);
-	for (size_t i = 0; i < keep; i++)
-		state->memory_used += GetMemoryChunkSpace(state->tuples[i]);
 	state->pruned++;
 }
 
@@ -344,7 +414,6 @@ gather_and_sort(GpuSortState *state)
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(child);
-		MinimalTuple tuple;
 		size_t		i;
 
 		if (TupIsNull(slot))
@@ -373,14 +442,7 @@ gather_and_sort(GpuSortState *state)
 			state->column_nulls[k][i] = nulls[k];
 			gs_key_column_observe(&state->columns[k], nulls[k], keys[k]);
 		}
-		{
-			MemoryContext old_context = MemoryContextSwitchTo(state->rows_context);
-
-			tuple = ExecCopySlotMinimalTuple(slot);
-			MemoryContextSwitchTo(old_context);
-		}
-		state->tuples[i] = tuple;
-		state->memory_used += GetMemoryChunkSpace(tuple);
+		state->tuples[i] = copy_row(state, slot);
 
 		if (bounded && state->ntuples >= prune_at)
 			prune_rows(state);
@@ -412,6 +474,14 @@ gather_and_sort(GpuSortState *state)
 		state->noutputs = Min(state->ntuples, (size_t) state->plan.bound);
 	else
 		state->noutputs = state->ntuples;
+
+	/* tuple pointers in output order: emitting then reads them in sequence */
+	state->sorted = MemoryContextAllocHuge(state->rows_context,
+										   Max(state->noutputs, 1) * sizeof(MinimalTuple));
+	for (size_t i = 0; i < state->noutputs; i++)
+		state->sorted[i] = state->tuples[state->order[i]];
+	pfree(state->order);
+	state->order = NULL;
 }
 
 static TupleTableSlot *
@@ -423,10 +493,10 @@ exec_gpusort(CustomScanState *node)
 	ProjectionInfo *projection = node->ss.ps.ps_ProjInfo;
 	instr_time	start;
 
-	if (!state->sorted)
+	if (!state->sort_done)
 	{
 		gather_and_sort(state);
-		state->sorted = true;
+		state->sort_done = true;
 	}
 	if (state->timed)
 		INSTR_TIME_SET_CURRENT(start);
@@ -439,12 +509,15 @@ exec_gpusort(CustomScanState *node)
 	else if (forward && state->position + 1 < (int64) state->noutputs)
 	{
 		state->position++;
-		ExecStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
+		/* the tuples lie scattered in memory: start fetching a few ahead */
+		if (state->position + PREFETCH_DISTANCE < (int64) state->noutputs)
+			__builtin_prefetch(state->sorted[state->position + PREFETCH_DISTANCE]);
+		ExecStoreMinimalTuple(state->sorted[state->position], slot, false);
 	}
 	else if (!forward && state->position > 0)
 	{
 		state->position--;
-		ExecStoreMinimalTuple(state->tuples[state->order[state->position]], slot, false);
+		ExecStoreMinimalTuple(state->sorted[state->position], slot, false);
 	}
 	else
 	{
@@ -496,7 +569,7 @@ rescan_gpusort(CustomScanState *node)
 	if (node->ss.ps.chgParam != NULL)
 		UpdateChangedParamSet(child, node->ss.ps.chgParam);
 	ExecClearTuple(node->ss.ss_ScanTupleSlot);
-	if (!state->sorted)
+	if (!state->sort_done)
 		return;					/* the child is read from the start anyway */
 
 	if (child->chgParam != NULL || (state->handed_over && !state->random_access))
@@ -507,7 +580,7 @@ rescan_gpusort(CustomScanState *node)
 		state->tuplesort = NULL;
 		state->handed_over = false;
 		reset_rows(state);
-		state->sorted = false;
+		state->sort_done = false;
 		state->position = -1;
 		if (child->chgParam == NULL)
 			ExecReScan(child);

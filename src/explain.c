@@ -151,6 +151,6 @@ gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Algorithm", gs_algorithm_name(state->plan.algorithm), es);
 	if (state->plan.bound > 0)
 		ExplainPropertyInteger("Bound", NULL, state->plan.bound, es);
-	if (es->analyze && state->sorted)
+	if (es->analyze && state->sort_done)
 		explain_analyze(state, es);
 }

@@ -21,6 +21,8 @@ typedef struct GpuSortState
 
 	/* rows gathered from the child, in rows_context */
 	MemoryContext rows_context;
+	char	   *arena_next;		/* where the next tuple copy goes */
+	Size		arena_left;
 	MinimalTuple *tuples;
 	size_t		ntuples;
 	size_t		capacity;
@@ -35,8 +37,9 @@ typedef struct GpuSortState
 	bool		threshold_nulls[GS_MAX_KEY_COLUMNS];
 
 	/* the sorted order, and where the scan stands in it */
-	bool		sorted;
-	uint32_t   *order;
+	bool		sort_done;
+	uint32_t   *order;			/* while sorting: row numbers in order */
+	MinimalTuple *sorted;		/* after: the tuples in output order */
 	size_t		noutputs;
 	int64		position;		/* last returned output; -1 before the first */
 	int64		marked_position;
