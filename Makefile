@@ -116,13 +116,12 @@ bench: bench/bench_kernels
 	mkdir -p bench/out
 	bench/bench_kernels --csv bench/out/results.csv $(BENCH_ARGS)
 
-test/gpu/emulate_networks: test/gpu/emulate_networks.cpp kernels/gpu_network_core.cuh
-	$(CXX) -std=c++17 -O2 -Wall -Wextra -Ikernels -o $@ test/gpu/emulate_networks.cpp
-
-emulate-networks: test/gpu/emulate_networks
-	test/gpu/emulate_networks
+# built outside the tree: nothing to ignore or clean
+EMULATOR = $(or $(TMPDIR),/tmp)/gpusort_emulate_networks
+emulate-networks: test/gpu/emulate_networks.cpp kernels/gpu_network_core.cuh
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -Ikernels -o $(EMULATOR) test/gpu/emulate_networks.cpp
+	$(EMULATOR)
 
 clean: clean-gpu
 clean-gpu:
-	rm -f test/gpu/emulate_networks
 	rm -rf bench/out

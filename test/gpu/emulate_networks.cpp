@@ -9,8 +9,8 @@
  * how many bank wavefronts a warp needs (against the ideal), and for every
  * direct global access how many 32-byte sectors a warp touches.
  *
- *   g++ -std=c++17 -O2 -Ikernels test/gpu/emulate_networks.cpp -o /tmp/emulate_networks
- *   /tmp/emulate_networks [--quick]
+ *   make emulate-networks      (or: g++ -std=c++17 -O2 -Ikernels
+ *                               test/gpu/emulate_networks.cpp; ./a.out [--quick])
  */
 #include "gpu_network_core.cuh"
 
