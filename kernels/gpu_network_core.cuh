@@ -389,8 +389,16 @@ struct PassThread
 
 	/* ---- moving data ---- */
 
+	/* (the common case gets its own loop: no per-element view arithmetic) */
 	NET_HD void load_direct()
 	{
+		if (affine && global_view == 0)
+		{
+NET_UNROLL
+			for (int e = 0; e < R; e++)
+				v[e] = fetch(first_global | ((uint64_t) e << shift));
+			return;
+		}
 NET_UNROLL
 		for (int e = 0; e < R; e++)
 			v[e] = fetch(global_of(e));
@@ -398,6 +406,13 @@ NET_UNROLL
 
 	NET_HD void store_direct() const
 	{
+		if (affine && global_view == 0)
+		{
+NET_UNROLL
+			for (int e = 0; e < R; e++)
+				put(first_global | ((uint64_t) e << shift), v[e]);
+			return;
+		}
 NET_UNROLL
 		for (int e = 0; e < R; e++)
 			put(global_of(e), v[e]);
