@@ -2,7 +2,7 @@
 # The GPU test runner, for a machine with an NVIDIA GPU (run from the
 # repository root there):
 #
-#   test/gpu/run_on_gpu.sh OUTDIR [--bench]
+#   test/gpu/run_on_gpu.sh OUTDIR [tests|bench|all]      (default: tests)
 #
 # Builds gpusort with the kernels, installs it into a throwaway PostgreSQL,
 # and runs, each logged under OUTDIR:
@@ -11,12 +11,14 @@
 #      random inputs up to 2^26 elements;
 #   3. the pg_regress suite with gpusort.device = gpu (so every sort in it
 #      runs on the GPU or fails);
-#   4. with --bench, the SQL benchmark (bench/sql_bench.sh).
+#   4. with bench or all: the SQL benchmark (bench/sql_bench.sh, sizes in
+#      GPUSORT_BENCH_ROWS, default 1000000 10000000) and the approximate
+#      sort's quality benchmark (bench/approx_quality).
 # On the workplace's GPU machine, PostgreSQL comes from .device-carry (see
 # ../shared/device/README.md); elsewhere set PG_CONFIG/PGHOST/... yourself.
 set -uo pipefail
-out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [--bench]}
-bench=${2:-}
+out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [tests|bench|all]}
+what=${2:-tests}
 mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
 if [ -f .device-carry/pg-on-gpu.sh ]; then
@@ -44,6 +46,7 @@ else
 fi
 chmod -R a+rwX .
 
+if [ "$what" != bench ]; then
 step "unit tests (CPU, then GPU)"
 make test/unit/test_engine PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
 test/unit/test_engine > "$out/unit_cpu.log" 2>&1; tail -n 3 "$out/unit_cpu.log"
@@ -64,9 +67,17 @@ grep -E "^test |tests" "$out/regress.log"
 [ -f regression.diffs ] && cp regression.diffs "$out/"
 record "regress (device=gpu)" "$(grep -E 'tests (passed|failed)' "$out/regress.log" | tr -s ' ')"
 
-if [ "$bench" = "--bench" ]; then
+fi
+
+if [ "$what" != tests ]; then
+  step "approximate sort: quality and speed"
+  make bench/approx_quality PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+  bench/approx_quality "$out/approx_quality.csv" 24 > "$out/approx_quality.log" 2>&1
+  grep -E "^(device|dist|[a-z]+ +16777216)" "$out/approx_quality.log"
   step "SQL benchmark"
-  bench/sql_bench.sh "$out" ${GPUSORT_BENCH_ROWS:-10000000} 2>&1 | tee "$out/sql_bench.log" | tail -n 14
+  if [ -n "$run_as" ]; then chown -R "$run_as" "$out"; fi
+  bench/sql_bench.sh "$out" ${GPUSORT_BENCH_ROWS:-1000000 10000000} > "$out/sql_bench.log" 2>&1
+  tail -n 22 "$out/sql_bench.log"
 fi
 
 step "summary"
