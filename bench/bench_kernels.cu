@@ -5,6 +5,8 @@
  *
  *   bench/bench_kernels --csv results.csv [--max-log 28] [--min-log 16]
  *                       [--runs 5] [--no-tuning] [--no-transfers]
+ *   bench/bench_kernels --profile      (one network and one approximate sort
+ *                                       at 2^24, to run under ncu)
  *
  * For each size 2^min-log .. 2^max-log (stopping where device memory runs
  * out), key type (32/64-bit keys, keys only or key + row index) and
@@ -19,8 +21,8 @@
  *       unpacking included (what gpu_sort runs between the transfers);
  *   radix "ours": gpu_sort's radix path (row index generation + CUB through
  *       our allocator); radix "ours-core": the CUB call alone through it;
- *   approx "cursors" / "block-offsets": the approximate sort, 10000
- *       intervals, both scatter methods;
+ *   approx "default": the approximate sort, 10000 intervals (and, at
+ *       2^24, its scatter variants as "tune:" rows);
  *   cub-radix / cub-merge: cub::DeviceRadixSort / cub::DeviceMergeSort
  *       called directly, temporary storage allocated outside the timing.
  *
@@ -477,7 +479,8 @@ bench_exact(Job &job, gpu_algorithm algorithm, const Inputs &in, const KeyType &
 }
 
 static bool
-bench_approx(Job &job, const Inputs &in, const KeyType &t, ApproxScatter scatter, Row base)
+bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *tuning,
+			 const char *impl, Row base)
 {
 	const size_t n = in.n;
 	void	   *keys = nullptr,
@@ -495,13 +498,13 @@ bench_approx(Job &job, const Inputs &in, const KeyType &t, ApproxScatter scatter
 		Row			r = base;
 
 		r.algorithm = "approx";
-		r.impl = scatter == APPROX_SCATTER_CURSORS ? "cursors" : "block-offsets";
+		r.impl = impl;
 		r.ms = time_median([&](int run) {
 			CUDA_OK(cudaMemcpyAsync(keys, in.sets[run % 3], n * t.key_bytes,
 									cudaMemcpyDeviceToDevice, stream));
 		}, [&]() {
 			GPU_OK(approx_sort_device(job, keys, t.key_bytes, n, 10000, 0, out, index, result,
-									  scatter));
+									  tuning));
 		});
 		r.gkeys = n / r.ms / 1e6;
 		emit(r);
@@ -537,8 +540,7 @@ bench_all(Job &job, size_t n, const KeyType &t, int dist)
 	ok = ok && bench_exact(job, GPU_ALGO_BITONIC, in, t, base);
 	ok = ok && bench_exact(job, GPU_ALGO_BUTTERFLY, in, t, base);
 	ok = ok && bench_exact(job, GPU_ALGO_RADIX, in, t, base);
-	ok = ok && bench_approx(job, in, t, APPROX_SCATTER_CURSORS, base);
-	ok = ok && bench_approx(job, in, t, APPROX_SCATTER_BLOCK_OFFSETS, base);
+	ok = ok && bench_approx(job, in, t, nullptr, "default", base);
 	if (ok)
 	{
 		if (t.key_bytes == 4)
@@ -588,10 +590,30 @@ bench_tuning(Job &job, size_t n)
 					tuning.min_run_bits = default_run + extra_run;
 					if (network_pass_count(GPU_ALGO_BITONIC, kind, n, &tuning) < 0)
 						continue;
-					snprintf(name, sizeof(name), "tune:tile(%d,%d)/wide(%d,%d)/run%d", tr, tn, wr,
+					/* (no commas: the name is a CSV field) */
+					snprintf(name, sizeof(name), "tune:tile%d.%d/wide%d.%d/run%d", tr, tn, wr,
 							 wn, tuning.min_run_bits);
 					bench_network(job, GPU_ALGO_BITONIC, in, t, &tuning, name, base);
 				}
+
+		/* the approximate sort's ways of claiming output slots */
+		static const ApproxTuning approx_variants[] = {
+			{APPROX_SCATTER_CURSORS, 1, 1}, {APPROX_SCATTER_CURSORS, 1, 8},
+			{APPROX_SCATTER_CURSORS, 1, 32}, {APPROX_SCATTER_CURSORS, 4, 1},
+			{APPROX_SCATTER_CURSORS, 4, 8}, {APPROX_SCATTER_CURSORS, 16, 1},
+			{APPROX_SCATTER_CURSORS, 16, 8}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1},
+		};
+		for (const ApproxTuning &a : approx_variants)
+		{
+			char		name[64];
+
+			if (a.scatter == APPROX_SCATTER_BLOCK_OFFSETS)
+				snprintf(name, sizeof(name), "tune:block-offsets");
+			else
+				snprintf(name, sizeof(name), "tune:cursors/lanes%d/stride%d", a.lanes,
+						 a.cursor_stride);
+			bench_approx(job, in, t, &a, name, base);
+		}
 		free_inputs(in);
 	}
 }
@@ -666,8 +688,7 @@ summary(size_t n)
 	static const char *const columns[][2] = {
 		{"bitonic", "network"}, {"bitonic", "sort"}, {"butterfly", "network"},
 		{"butterfly", "sort"}, {"radix", "ours"}, {"radix", "ours-core"},
-		{"cub-radix", "direct"}, {"cub-merge", "direct"}, {"approx", "cursors"},
-		{"approx", "block-offsets"}
+		{"cub-radix", "direct"}, {"cub-merge", "direct"}, {"approx", "default"}
 	};
 
 	printf("\nSummary at n = %zu, uniform keys, Gkeys/s (device-resident, median of %d)\n", n, runs);
@@ -709,12 +730,11 @@ summary(size_t n)
 	printf("\n%-22s", "approx/cub-radix");
 	for (const KeyType &t : key_types)
 	{
-		const Row  *a = find(t.name, "approx", "cursors", n, "uniform");
-		const Row  *b = find(t.name, "approx", "block-offsets", n, "uniform");
+		const Row  *a = find(t.name, "approx", "default", n, "uniform");
 		const Row  *c = find(t.name, "cub-radix", "direct", n, "uniform");
 
-		if (a && b && c)
-			printf(" %12.2f", std::max(a->gkeys, b->gkeys) / c->gkeys);
+		if (a && c)
+			printf(" %12.2f", a->gkeys / c->gkeys);
 		else
 			printf(" %12s", "-");
 	}
@@ -729,14 +749,14 @@ summary(size_t n)
 		else
 			printf(" %12s", "-");
 	}
-	printf("\n\nDistributions at n = %zu (Gkeys/s): bitonic/butterfly network, radix ours, approx cursors, cub-radix\n", n);
+	printf("\n\nDistributions at n = %zu (Gkeys/s): bitonic/butterfly network, radix ours, approx, cub-radix\n", n);
 	for (const KeyType &t : key_types)
 		for (int d = 0; d < DIST_COUNT; d++)
 		{
 			const Row  *a = find(t.name, "bitonic", "network", n, dist_names[d]);
 			const Row  *b = find(t.name, "butterfly", "network", n, dist_names[d]);
 			const Row  *c = find(t.name, "radix", "ours", n, dist_names[d]);
-			const Row  *e = find(t.name, "approx", "cursors", n, dist_names[d]);
+			const Row  *e = find(t.name, "approx", "default", n, dist_names[d]);
 			const Row  *f = find(t.name, "cub-radix", "direct", n, dist_names[d]);
 
 			printf("  %-10s %-13s %8.2f %8.2f %8.2f %8.2f %8.2f\n", t.name, dist_names[d],
@@ -747,19 +767,49 @@ summary(size_t n)
 	for (const Row &r : rows)
 		if (r.kind == "transfer" && r.n == ((size_t) 1 << 28))
 			printf("  %-15s %-9s %6.1f\n", r.algorithm.c_str(), r.impl.c_str(), r.gbytes);
-	printf("\nBest network shapes at n = %zu (bitonic, uniform):\n", n);
-	for (const KeyType &t : key_types)
-	{
-		const Row  *best = nullptr;
+	printf("\nBest tunings at n = %zu (uniform):\n", n);
+	for (const char *algorithm : {"bitonic", "approx"})
+		for (const KeyType &t : key_types)
+		{
+			const Row  *best = nullptr;
 
-		for (const Row &r : rows)
-			if (r.kind == t.name && r.n == n && r.impl.compare(0, 5, "tune:") == 0 &&
-				(!best || r.gkeys > best->gkeys))
-				best = &r;
-		if (best)
-			printf("  %-10s %-40s %6.2f Gkeys/s, %d passes, %.0f GB/s\n", t.name,
-				   best->impl.c_str(), best->gkeys, best->passes, best->gbytes);
-	}
+			for (const Row &r : rows)
+				if (r.kind == t.name && r.n == n && r.algorithm == algorithm &&
+					r.impl.compare(0, 5, "tune:") == 0 && (!best || r.gkeys > best->gkeys))
+					best = &r;
+			if (best)
+				printf("  %-10s %-9s %-36s %6.2f Gkeys/s, %d passes, %.0f GB/s\n", t.name,
+					   algorithm, best->impl.c_str(), best->gkeys, best->passes, best->gbytes);
+		}
+}
+
+/*
+ * --profile: one bitonic network sort (u32 key + index, packed) and one
+ * approximate sort at n = 2^24, nothing else: a short run to put under
+ * Nsight Compute.
+ */
+static void
+profile_once(Job &job)
+{
+	const size_t n = (size_t) 1 << 24;
+	const KeyType &t = key_types[0];
+	Inputs		in;
+	void	   *elements,
+			   *out;
+	uint32_t   *index;
+	ApproxResult *result;
+
+	if (!make_inputs(in, n, t, UNIFORM))
+		exit(2);
+	CUDA_OK(cudaMalloc(&elements, n * 8));
+	CUDA_OK(cudaMalloc(&out, n * 4));
+	CUDA_OK(cudaMalloc(&index, n * 4));
+	CUDA_OK(cudaMalloc(&result, sizeof(ApproxResult)));
+	GPU_OK(pack_elements(job, ELEMENT_U64, in.sets[0], 4, n, elements));
+	GPU_OK(network_sort_device(job, GPU_ALGO_BITONIC, ELEMENT_U64, elements, n, nullptr));
+	GPU_OK(approx_sort_device(job, in.sets[1], 4, n, 10000, 0, out, index, result, nullptr));
+	CUDA_OK(cudaStreamSynchronize(stream));
+	printf("profiled: %d network passes\n", network_pass_count(GPU_ALGO_BITONIC, ELEMENT_U64, n, nullptr));
 }
 
 int
@@ -769,7 +819,8 @@ main(int argc, char **argv)
 	int			min_log = 16,
 				max_log = 28;
 	bool		tuning = true,
-				transfers = true;
+				transfers = true,
+				profile = false;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -785,12 +836,23 @@ main(int argc, char **argv)
 			tuning = false;
 		else if (!strcmp(argv[i], "--no-transfers"))
 			transfers = false;
+		else if (!strcmp(argv[i], "--profile"))
+			profile = true;
 		else
 		{
 			fprintf(stderr, "usage: %s --csv FILE [--min-log 16] [--max-log 28] [--runs 5] "
 					"[--no-tuning] [--no-transfers]\n", argv[0]);
 			return 2;
 		}
+	}
+	if (profile)
+	{
+		Job			job(0, nullptr, nullptr);
+
+		GPU_OK(job.begin());
+		stream = job.stream();
+		profile_once(job);
+		return job.finish() == GPU_OK ? 0 : 1;
 	}
 	if (csv_path == nullptr || (csv = fopen(csv_path, "w")) == nullptr)
 	{

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 SERIES = [
     ("bitonic", "network"), ("bitonic", "sort"), ("butterfly", "network"),
     ("butterfly", "sort"), ("radix", "ours"), ("cub-radix", "direct"),
-    ("cub-merge", "direct"), ("approx", "cursors"), ("approx", "block-offsets"),
+    ("cub-merge", "direct"), ("approx", "default"),
 ]
 KINDS = ["u32+index", "u32", "u64+index", "u64"]
 

@@ -9,19 +9,22 @@
  *   2. the interval map: kernels/interval_map.h, the same integer formula as
  *      the CPU, bit for bit (each block builds it from min/max; CUDA
  *      compiles its unsigned __int128 division for the device);
- *   3. counts: per-block shared-memory histograms (lanes of a warp that hit
- *      the same interval are merged first with __match_any_sync, so sorted
- *      or few-distinct inputs do not serialise on one counter), then added
- *      to the global counts; with more intervals than shared memory holds,
+ *   3. counts: per-block shared-memory histograms (consecutive lanes of a
+ *      warp that hit the same interval are merged first, so sorted or
+ *      clustered inputs do not serialise on one counter), then added to the
+ *      global counts; with more intervals than shared memory holds,
  *      warp-merged global atomics;
  *   4. exclusive scan of the counts: cub::DeviceScan;
  *   5. with a limit: the cut interval, the first whose end reaches the
  *      limit, found on the device by binary search; only intervals up to it
  *      are written, and valid_outputs is its end;
  *   6. scatter. Two ways, chosen by the caller (the benchmark compares them):
- *      "cursors": one global cursor per interval, claimed with warp-merged
+ *      "cursors": global cursors per interval, claimed with warp-merged
  *      atomics; each interval's slice fills front to back, so the partially
- *      written 32-byte sectors at any moment are few and stay in L2;
+ *      written 32-byte sectors at any moment are few and stay in L2. The
+ *      slice can be split into `lanes` parts, each with its own cursor and
+ *      filled by its own blocks (counted apart), so fewer atomics meet on
+ *      one address; cursors can be spaced out over more cache lines;
  *      "block offsets": the counting blocks keep their histograms apart
  *      (interval-major, so one scan gives every block its own offset in
  *      every interval) and each block re-reads its chunk and places its keys
@@ -39,6 +42,10 @@ static const int APPROX_THREADS = 512;
 static const int APPROX_UNROLL = 8;		/* keys per thread in flight */
 static const uint32_t APPROX_SMEM_BINS = 24576;	/* 96 KiB of shared counters */
 static const uint32_t NO_INTERVAL = 0xffffffffu;
+
+/* Defaults, from the benchmark (bench/README.md). */
+static const ApproxTuning default_tuning = {APPROX_SCATTER_CURSORS, 1, 1};
+static const int APPROX_BLOCKS_PER_SM = 2;
 
 /* ------------------------------------------------------------------------
  * Device helpers
@@ -92,44 +99,61 @@ for_each_key(const K *keys, size_t begin, size_t end, size_t first_warp, size_t 
 }
 
 /*
- * Adds 1 per active lane to counters[bin]: lanes with equal bins are merged
- * and their leader adds the group's size. Returns, when asked, each lane's
- * slot: the counter's old value plus the lane's rank within its group.
+ * Adds 1 per active lane to counters[bin]. Consecutive lanes with the same
+ * bin form a run whose first lane adds the run's length (a sorted or
+ * clustered input then costs one atomic per run, not per key; equal bins
+ * that are not adjacent just add separately). Returns, when asked, each
+ * lane's slot: the counter's old value plus the lane's place in its run.
  */
 template <bool RETURN_SLOT>
 __device__ __forceinline__ uint32_t
 warp_merged_add(uint32_t *counters, uint32_t bin, bool active)
 {
 	const unsigned lane = threadIdx.x & 31;
-	unsigned	peers = __match_any_sync(0xffffffffu, active ? bin : NO_INTERVAL);
-	int			leader = __ffs(peers) - 1;
+	const uint32_t key = active ? bin : NO_INTERVAL;
+	const uint32_t previous = __shfl_up_sync(0xffffffffu, key, 1);
+	const bool	head = lane == 0 || key != previous;
+	const unsigned heads = __ballot_sync(0xffffffffu, head);
+	const unsigned up_to_me = (2u << lane) - 1;	/* lanes 0..lane (all for 31) */
+	const unsigned later_heads = heads & ~up_to_me;
+	const int	next_head = later_heads ? __ffs(later_heads) - 1 : 32;
 	uint32_t	slot = 0;
 
-	if (!RETURN_SLOT)
+	if (head && active)
 	{
-		if (active && (int) lane == leader)
-			atomicAdd(&counters[bin], (uint32_t) __popc(peers));
-		return 0;
+		uint32_t	length = (uint32_t) (next_head - (int) lane);
+
+		if (RETURN_SLOT)
+			slot = atomicAdd(&counters[bin], length);
+		else
+			atomicAdd(&counters[bin], length);
 	}
-	if (active && (int) lane == leader)
-		slot = atomicAdd(&counters[bin], (uint32_t) __popc(peers));
-	slot = __shfl_sync(0xffffffffu, slot, leader);
-	return slot + __popc(peers & ((1u << lane) - 1));
+	if (!RETURN_SLOT)
+		return 0;
+
+	const int	my_head = 31 - __clz(heads & up_to_me);
+
+	slot = __shfl_sync(0xffffffffu, slot, my_head);
+	return slot + (uint32_t) ((int) lane - my_head);
 }
 
 /* ------------------------------------------------------------------------
  * Kernels: counting
  * ------------------------------------------------------------------------ */
 
-/* Shared-memory histogram per block, added to the global counts at the end. */
+/*
+ * Shared-memory histogram per block, added at the end to the global counts
+ * of the block's lane: counts[bin * lanes + blockIdx % lanes].
+ */
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 count_smem_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-				  uint32_t *counts)
+				  uint32_t lanes, uint32_t *counts)
 {
 	extern __shared__ uint32_t histogram[];
 	const gs_interval_map map = block_interval_map(result, intervals);
 	const size_t warps = APPROX_THREADS / 32;
+	const uint32_t lane_of_block = blockIdx.x % lanes;
 
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		histogram[b] = 0;
@@ -143,23 +167,24 @@ count_smem_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t 
 	__syncthreads();
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		if (histogram[b] != 0)
-			atomicAdd(&counts[b], histogram[b]);
+			atomicAdd(&counts[(size_t) b * lanes + lane_of_block], histogram[b]);
 }
 
 /* Too many intervals for shared memory: warp-merged global atomics. */
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 count_global_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-					uint32_t *counts)
+					uint32_t lanes, uint32_t *counts)
 {
 	const gs_interval_map map = block_interval_map(result, intervals);
 	const size_t warps = APPROX_THREADS / 32;
+	const uint32_t lane_of_block = blockIdx.x % lanes;
 
 	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
 				 [&](K key, size_t, bool valid) {
 					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
 
-					 warp_merged_add<false>(counts, bin, valid);
+					 warp_merged_add<false>(counts, bin * lanes + lane_of_block, valid);
 				 });
 }
 
@@ -196,7 +221,7 @@ count_blocks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult *r
 }
 
 /* ------------------------------------------------------------------------
- * Kernels: the cut
+ * Kernels: the cut, the cursors
  * ------------------------------------------------------------------------ */
 
 /*
@@ -230,6 +255,15 @@ cut_kernel(const uint32_t *offsets, size_t stride, uint32_t intervals, size_t n,
 	result->valid_outputs = offsets[(size_t) (cut + 1) * stride];
 }
 
+/* cursors[i * stride] = offsets[i]: spaced-out cursors */
+__global__ void
+spread_cursors_kernel(const uint32_t *offsets, size_t count, uint32_t stride, uint32_t *cursors)
+{
+	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < count;
+		 i += (size_t) gridDim.x * blockDim.x)
+		cursors[i * stride] = offsets[i];
+}
+
 /* ------------------------------------------------------------------------
  * Kernels: scattering
  * ------------------------------------------------------------------------ */
@@ -237,17 +271,20 @@ cut_kernel(const uint32_t *offsets, size_t stride, uint32_t intervals, size_t n,
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-					   uint32_t *cursors, K *out_keys, uint32_t *out_index)
+					   uint32_t lanes, uint32_t stride, uint32_t *cursors, K *out_keys,
+					   uint32_t *out_index)
 {
 	const gs_interval_map map = block_interval_map(result, intervals);
 	const uint32_t cut = (uint32_t) result->cut;
 	const size_t warps = APPROX_THREADS / 32;
+	const uint32_t lane_of_block = blockIdx.x % lanes;
 
 	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
 				 [&](K key, size_t i, bool valid) {
 					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
 					 bool		keep = valid && bin <= cut;
-					 uint32_t	slot = warp_merged_add<true>(cursors, bin, keep);
+					 uint32_t	slot = warp_merged_add<true>(
+						 cursors, (bin * lanes + lane_of_block) * stride, keep);
 
 					 if (keep)
 					 {
@@ -292,14 +329,34 @@ scatter_blocks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult 
  * Host side
  * ------------------------------------------------------------------------ */
 
-static ApproxScatter
-resolve_scatter(ApproxScatter scatter, uint32_t intervals)
+/* The tuning that will actually run. */
+static ApproxTuning
+resolve_tuning(const ApproxTuning *tuning, uint32_t intervals)
 {
+	ApproxTuning t = tuning ? *tuning : default_tuning;
+
+	if (t.lanes < 1)
+		t.lanes = 1;
+	if (t.cursor_stride < 1)
+		t.cursor_stride = 1;
 	if (intervals > APPROX_SMEM_BINS)
-		return APPROX_SCATTER_CURSORS;	/* the block method needs shared counters */
-	if (scatter == APPROX_SCATTER_AUTO)
-		return APPROX_SCATTER_CURSORS;
-	return scatter;
+	{
+		/* only the cursor method without lanes works without shared counters
+		 * (and lanes would multiply a large count array) */
+		t.scatter = APPROX_SCATTER_CURSORS;
+		t.lanes = 1;
+		t.cursor_stride = 1;
+	}
+	return t;
+}
+
+/* Blocks of the counting and cursor-scatter kernels: the same grid for
+ * both, since a block's lane is its number modulo the lanes. */
+static unsigned
+approx_grid(size_t n)
+{
+	return grid_for(n, APPROX_THREADS * APPROX_UNROLL,
+					APPROX_BLOCKS_PER_SM * device_properties().multiProcessorCount);
 }
 
 /* Blocks of the block-offsets method: a couple per SM, each >= 8192 keys. */
@@ -314,13 +371,22 @@ offset_blocks(size_t n)
 	return blocks < 1 ? 1 : blocks;
 }
 
-/* Entries of the count array(s) that get scanned. */
+/* Entries of the count array that get scanned. */
 static size_t
-scanned_entries(size_t n, uint32_t intervals, ApproxScatter scatter)
+scanned_entries(size_t n, uint32_t intervals, const ApproxTuning &t)
 {
-	if (scatter == APPROX_SCATTER_BLOCK_OFFSETS)
+	if (t.scatter == APPROX_SCATTER_BLOCK_OFFSETS)
 		return (size_t) intervals * offset_blocks(n) + 1;
-	return (size_t) intervals + 1;
+	return (size_t) intervals * t.lanes + 1;
+}
+
+static size_t
+cursor_entries(size_t n, uint32_t intervals, const ApproxTuning &t)
+{
+	if (t.scatter != APPROX_SCATTER_CURSORS || t.cursor_stride == 1)
+		return 0;				/* the scanned offsets serve as cursors */
+	(void) n;
+	return (size_t) intervals * t.lanes * t.cursor_stride;
 }
 
 static cudaError_t
@@ -331,22 +397,21 @@ scan_counts(void *temp, size_t &temp_bytes, const uint32_t *counts, uint32_t *of
 }
 
 size_t
-approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, ApproxScatter scatter)
+approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const ApproxTuning *tuning)
 {
-	size_t		entries;
+	ApproxTuning t = resolve_tuning(tuning, intervals);
+	size_t		entries = scanned_entries(n, intervals, t);
 	size_t		scan_bytes = 0;
 
-	scatter = resolve_scatter(scatter, intervals);
-	entries = scanned_entries(n, intervals, scatter);
 	if (scan_counts(nullptr, scan_bytes, nullptr, nullptr, entries, work_stream()) != cudaSuccess)
 	{
 		cudaGetLastError();
 		scan_bytes = entries * sizeof(uint32_t);	/* a generous guess */
 	}
-	return minmax_temp_bytes(n, key_bytes) + 2 * entries * sizeof(uint32_t) + scan_bytes + 1024;
+	return minmax_temp_bytes(n, key_bytes) +
+		(2 * entries + cursor_entries(n, intervals, t)) * sizeof(uint32_t) + scan_bytes + 1024;
 }
 
-template <class K>
 static gpu_status
 set_shared_limit(Job &job, const void *kernel, size_t bytes)
 {
@@ -358,13 +423,16 @@ set_shared_limit(Job &job, const void *kernel, size_t bytes)
 template <class K>
 static gpu_status
 approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit, K *out_keys,
-			 uint32_t *out_index, ApproxResult *result, ApproxScatter scatter)
+			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t)
 {
-	const int	sms = device_properties().multiProcessorCount;
-	const size_t entries = scanned_entries(n, intervals, scatter);
+	const size_t entries = scanned_entries(n, intervals, t);
 	const size_t smem_bins = (size_t) intervals * sizeof(uint32_t);
+	const bool	block_offsets = t.scatter == APPROX_SCATTER_BLOCK_OFFSETS;
+	const uint32_t lanes = (uint32_t) t.lanes;
+	const uint32_t stride = (uint32_t) t.cursor_stride;
 	uint32_t   *counts = nullptr;
 	uint32_t   *offsets = nullptr;
+	uint32_t   *cursors = nullptr;
 	void	   *scan_temp = nullptr;
 	size_t		scan_bytes = 0;
 	gpu_status	status;
@@ -381,12 +449,12 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 		status = job.allocate(&scan_temp, scan_bytes, "scan temporary storage");
 
 	/* 2-3. counts */
-	if (status == GPU_OK && scatter == APPROX_SCATTER_BLOCK_OFFSETS)
+	if (status == GPU_OK && block_offsets)
 	{
 		size_t		blocks = offset_blocks(n);
 		size_t		chunk = (n + blocks - 1) / blocks;
 
-		status = set_shared_limit<K>(job, (const void *) count_blocks_kernel<K>, smem_bins);
+		status = set_shared_limit(job, (const void *) count_blocks_kernel<K>, smem_bins);
 		if (status == GPU_OK)
 		{
 			count_blocks_kernel<K><<<(unsigned) blocks, APPROX_THREADS, smem_bins, job.stream()>>>(
@@ -400,18 +468,18 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 						   "cudaMemsetAsync");
 		if (status == GPU_OK && intervals <= APPROX_SMEM_BINS)
 		{
-			status = set_shared_limit<K>(job, (const void *) count_smem_kernel<K>, smem_bins);
+			status = set_shared_limit(job, (const void *) count_smem_kernel<K>, smem_bins);
 			if (status == GPU_OK)
 			{
-				count_smem_kernel<K><<<grid_for(n, APPROX_THREADS * APPROX_UNROLL, 2 * sms),
-					APPROX_THREADS, smem_bins, job.stream()>>>(keys, n, result, intervals, counts);
+				count_smem_kernel<K><<<approx_grid(n), APPROX_THREADS, smem_bins, job.stream()>>>(
+					keys, n, result, intervals, lanes, counts);
 				status = job.launched("approximate sort: count");
 			}
 		}
 		else if (status == GPU_OK)
 		{
-			count_global_kernel<K><<<grid_for(n, APPROX_THREADS * APPROX_UNROLL, 8 * sms),
-				APPROX_THREADS, 0, job.stream()>>>(keys, n, result, intervals, counts);
+			count_global_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
+				keys, n, result, intervals, lanes, counts);
 			status = job.launched("approximate sort: count");
 		}
 	}
@@ -428,19 +496,19 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	/* 5. the cut (and valid_outputs) */
 	if (status == GPU_OK)
 	{
-		size_t		stride = scatter == APPROX_SCATTER_BLOCK_OFFSETS ? offset_blocks(n) : 1;
+		size_t		end_stride = block_offsets ? offset_blocks(n) : lanes;
 
-		cut_kernel<<<1, 1, 0, job.stream()>>>(offsets, stride, intervals, n, limit, result);
+		cut_kernel<<<1, 1, 0, job.stream()>>>(offsets, end_stride, intervals, n, limit, result);
 		status = job.launched("approximate sort: cut");
 	}
 
 	/* 6. scatter */
-	if (status == GPU_OK && scatter == APPROX_SCATTER_BLOCK_OFFSETS)
+	if (status == GPU_OK && block_offsets)
 	{
 		size_t		blocks = offset_blocks(n);
 		size_t		chunk = (n + blocks - 1) / blocks;
 
-		status = set_shared_limit<K>(job, (const void *) scatter_blocks_kernel<K>, smem_bins);
+		status = set_shared_limit(job, (const void *) scatter_blocks_kernel<K>, smem_bins);
 		if (status == GPU_OK)
 		{
 			scatter_blocks_kernel<K><<<(unsigned) blocks, APPROX_THREADS, smem_bins, job.stream()>>>(
@@ -450,10 +518,27 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	}
 	else if (status == GPU_OK)
 	{
-		scatter_cursors_kernel<K><<<grid_for(n, APPROX_THREADS * APPROX_UNROLL, 8 * sms),
-			APPROX_THREADS, 0, job.stream()>>>(keys, n, result, intervals, offsets, out_keys,
-											   out_index);
-		status = job.launched("approximate sort: scatter");
+		size_t		count = (size_t) intervals * lanes;
+
+		cursors = offsets;
+		if (stride > 1)
+		{
+			status = job.allocate_array(&cursors, count * stride, "interval cursors");
+			if (status == GPU_OK)
+			{
+				spread_cursors_kernel<<<grid_for(count, 256), 256, 0, job.stream()>>>(
+					offsets, count, stride, cursors);
+				status = job.launched("approximate sort: cursors");
+			}
+		}
+		if (status == GPU_OK)
+		{
+			scatter_cursors_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
+				keys, n, result, intervals, lanes, stride, cursors, out_keys, out_index);
+			status = job.launched("approximate sort: scatter");
+		}
+		if (cursors != offsets)
+			job.release(cursors);
 	}
 	job.release(offsets);
 	if (status != GPU_OK)
@@ -464,7 +549,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 gpu_status
 approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uint32_t intervals,
 				   size_t limit, void *out_keys, uint32_t *out_index, ApproxResult *result,
-				   ApproxScatter scatter)
+				   const ApproxTuning *tuning)
 {
 	if (intervals < 1)
 	{
@@ -474,12 +559,14 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 	if (n == 0)
 		return job.check(cudaMemsetAsync(result, 0, sizeof(*result), job.stream()),
 						 "cudaMemsetAsync");
-	scatter = resolve_scatter(scatter, intervals);
+
+	ApproxTuning t = resolve_tuning(tuning, intervals);
+
 	if (key_bytes == 4)
 		return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,
-							static_cast<uint32_t *>(out_keys), out_index, result, scatter);
+							static_cast<uint32_t *>(out_keys), out_index, result, t);
 	return approx_typed(job, static_cast<const uint64_t *>(keys), n, intervals, limit,
-						static_cast<uint64_t *>(out_keys), out_index, result, scatter);
+						static_cast<uint64_t *>(out_keys), out_index, result, t);
 }
 
 }								/* namespace gs_gpu */
@@ -517,13 +604,12 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 		return GPU_OK;
 
 	Job			job(request->memory_limit, request->poll, request->poll_arg);
-	ApproxScatter scatter = APPROX_SCATTER_AUTO;
 
 	status = job.begin();
 	if (status == GPU_OK)
 		status = job.check_budget(2 * n * kb + (request->row_index ? n * 4 : 0) +
 								  sizeof(ApproxResult) +
-								  approx_temp_bytes(n, kb, request->intervals, scatter),
+								  approx_temp_bytes(n, kb, request->intervals, nullptr),
 								  "the approximate sort");
 	if (status == GPU_OK)
 		status = job.allocate(&keys, n * kb, "keys");
@@ -542,7 +628,7 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 		status = job.mark(MARK_UPLOADED);
 	if (status == GPU_OK)
 		status = approx_sort_device(job, keys, kb, n, request->intervals, request->limit,
-									out_keys, out_index, result, scatter);
+									out_keys, out_index, result, nullptr);
 	if (status == GPU_OK)
 		status = job.mark(MARK_SORTED);
 	/* wait (polling) before any blocking copy into pageable memory */

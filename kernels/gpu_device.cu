@@ -109,7 +109,7 @@ probe(gpu_device_info *info)
 		cudaGetLastError();
 		if (error == cudaErrorInsufficientDriver && info->driver_version == 0)
 			snprintf(info->reason, sizeof(info->reason),
-					 "no NVIDIA driver found (%s)", cudaGetErrorString(error));
+					 "no NVIDIA driver found (%.180s)", cudaGetErrorString(error));
 		else if (error == cudaErrorInsufficientDriver)
 			snprintf(info->reason, sizeof(info->reason),
 					 "the NVIDIA driver is too old: it supports CUDA %d.%d, gpusort was built with CUDA %d.%d",
@@ -119,7 +119,7 @@ probe(gpu_device_info *info)
 			snprintf(info->reason, sizeof(info->reason), "no CUDA-capable GPU found");
 		else
 			snprintf(info->reason, sizeof(info->reason),
-					 "cannot use the GPU: cudaGetDeviceCount: %s", cudaGetErrorString(error));
+					 "cannot use the GPU: cudaGetDeviceCount: %.180s", cudaGetErrorString(error));
 		return;
 	}
 	if (count == 0)
@@ -133,11 +133,11 @@ probe(gpu_device_info *info)
 	if (error != cudaSuccess)
 	{
 		cudaGetLastError();
-		snprintf(info->reason, sizeof(info->reason), "cannot use GPU 0: %s",
+		snprintf(info->reason, sizeof(info->reason), "cannot use GPU 0: %.180s",
 				 cudaGetErrorString(error));
 		return;
 	}
-	snprintf(info->name, sizeof(info->name), "%s", properties.name);
+	snprintf(info->name, sizeof(info->name), "%.250s", properties.name);
 	info->compute_major = properties.major;
 	info->compute_minor = properties.minor;
 	info->multiprocessors = properties.multiProcessorCount;
@@ -145,7 +145,7 @@ probe(gpu_device_info *info)
 	if (properties.major < MIN_MAJOR)
 	{
 		snprintf(info->reason, sizeof(info->reason),
-				 "GPU 0 (%s) has compute capability %d.%d; gpusort needs %d.0 or newer",
+				 "GPU 0 (%.100s) has compute capability %d.%d; gpusort needs %d.0 or newer",
 				 properties.name, properties.major, properties.minor, MIN_MAJOR);
 		return;
 	}
@@ -156,7 +156,7 @@ probe(gpu_device_info *info)
 	if (!pools)
 	{
 		snprintf(info->reason, sizeof(info->reason),
-				 "GPU 0 (%s) does not support stream-ordered memory allocation",
+				 "GPU 0 (%.100s) does not support stream-ordered memory allocation",
 				 properties.name);
 		return;
 	}
@@ -165,7 +165,7 @@ probe(gpu_device_info *info)
 	if (error != cudaSuccess)
 	{
 		cudaGetLastError();
-		snprintf(info->reason, sizeof(info->reason), "cannot initialise GPU 0: %s",
+		snprintf(info->reason, sizeof(info->reason), "cannot initialise GPU 0: %.180s",
 				 cudaGetErrorString(error));
 		return;
 	}

@@ -140,13 +140,24 @@ struct ApproxResult
 
 enum ApproxScatter
 {
-	APPROX_SCATTER_AUTO = 0,
-	APPROX_SCATTER_CURSORS,		/* one global cursor per interval */
+	APPROX_SCATTER_CURSORS = 0,	/* global cursors per interval (and lane) */
 	APPROX_SCATTER_BLOCK_OFFSETS	/* per-block offsets, no global atomics */
 };
 
+/* How the scatter claims output slots (benchmark tuning; NULL = default). */
+struct ApproxTuning
+{
+	ApproxScatter scatter;
+	int			lanes;			/* cursors per interval: each interval's slice
+								 * is split in `lanes` parts, filled by
+								 * different runs of keys (fewer atomics on
+								 * one address) */
+	int			cursor_stride;	/* uint32 slots per cursor (spreads cursors
+								 * over more cache lines) */
+};
+
 size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,
-							  ApproxScatter scatter);
+							  const ApproxTuning *tuning);
 
 /*
  * Writes the keys of intervals 0 .. cut (and their row index, if out_index)
@@ -156,7 +167,7 @@ size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,
 gpu_status	approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n,
 							   uint32_t intervals, size_t limit, void *out_keys,
 							   uint32_t *out_index, ApproxResult *result,
-							   ApproxScatter scatter);
+							   const ApproxTuning *tuning);
 
 }								/* namespace gs_gpu */
 

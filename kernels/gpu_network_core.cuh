@@ -262,8 +262,23 @@ register_bit_mask(int k)
 		k == 3 ? 0xff00ff00u : 0xffff0000u;
 }
 
+/* Lowest set bit of i (i in 1..31), for loops the compiler unrolls. */
+NET_HD constexpr int
+lowest_bit(int i)
+{
+	return (i & 1) ? 0 : (i & 2) ? 1 : (i & 4) ? 2 : (i & 8) ? 3 : 4;
+}
+
 /* ------------------------------------------------------------------------
  * One thread's part of a pass
+ *
+ * Every index map here (window layout, mirror views, swizzle, spreading
+ * local bits to global ones) is linear over GF(2): the image of
+ * thread_part ^ (e << q) is image(thread_part) ^ (XOR over the bits k of e
+ * of image(1 << (q + k))). Visiting the registers in Gray-code order
+ * (e = i ^ (i >> 1), consecutive e differ in one bit) therefore costs one XOR
+ * per element to find its shared-memory slot, instead of recomputing the
+ * whole map.
  * ------------------------------------------------------------------------ */
 template <class M, int LOG_R, int LOG_NT>
 struct PassThread
@@ -292,9 +307,16 @@ struct PassThread
 	int			q;				/* register window starts at local bit q */
 	int			local_view;
 	uint32_t	thread_part;	/* local index bits that come from tid */
-	bool		affine;			/* global(e) = first_global | (e << shift) */
+	uint32_t	slot_base;		/* shared-memory slot of register 0 */
+	uint32_t	slot_delta[LOG_R];	/* slot(e ^ (1 << k)) = slot(e) ^ slot_delta[k] */
+	bool		affine;			/* global(e) = mirror(first_global + (e << shift)) */
 	uint64_t	first_global;
 	int			shift;
+
+	static NET_HD uint32_t swz(uint32_t local)
+	{
+		return swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(local);
+	}
 
 	NET_HD void begin(M *data_, uint64_t mem_length_, uint64_t group, uint32_t tid_,
 					  const Pass &pass, M *smem_)
@@ -322,10 +344,15 @@ struct PassThread
 		q = q_;
 		local_view = local_view_;
 		thread_part = (tid & ((1u << q) - 1)) | ((tid >> q) << (q + LOG_R));
+		slot_base = swz(mirror32(thread_part, local_view));
+NET_UNROLL
+		for (int k = 0; k < LOG_R; k++)
+			slot_delta[k] = swz(mirror32(1u << (q + k), local_view));
+
 		/*
 		 * Without a local view, and with the window either in the high
 		 * (non-run) bits or in a contiguous tile, the global index of
-		 * register e is a constant OR e shifted: cheap to compute.
+		 * register e is a constant plus e shifted (before the global view).
 		 */
 		affine = false;
 		if (local_view == 0)
@@ -350,19 +377,25 @@ struct PassThread
 		return thread_part | ((uint32_t) e << q);
 	}
 
-	/* The actual local index (shared-memory slot) of register e. */
+	/* The actual local index of register e. */
 	NET_HD uint32_t actual_local(int e) const
 	{
 		return mirror32(view_local(e), local_view);
 	}
 
-	/* The global position of register e. */
+	/* The shared-memory slot of register e (the general formula). */
+	NET_HD uint32_t slot_of(int e) const
+	{
+		return swz(actual_local(e));
+	}
+
+	/* The global position of register e (the general formula). */
 	NET_HD uint64_t global_of(int e) const
 	{
 		uint64_t	g;
 
 		if (affine)
-			g = first_global | ((uint64_t) e << shift);
+			g = first_global + ((uint64_t) e << shift);
 		else
 			g = base | spread_local(actual_local(e), run_bits, high_bit);
 		return mirror64(g, global_view);
@@ -374,92 +407,171 @@ struct PassThread
 		return mirror64(base | spread_local(local, run_bits, high_bit), global_view);
 	}
 
+	template <bool CHECKED>
 	NET_HD Reg fetch(uint64_t g) const
 	{
-		if (inside || g < mem_length)
+		if (!CHECKED || g < mem_length)
 			return Traits::load(data + g);
 		return Traits::sentinel();
 	}
 
+	template <bool CHECKED>
 	NET_HD void put(uint64_t g, const Reg &x) const
 	{
-		if (inside || g < mem_length)
+		if (!CHECKED || g < mem_length)
 			Traits::store(data + g, x);
 	}
 
-	/* ---- moving data ---- */
+	/* ---- moving data between global memory and registers ---- */
 
-	/* (the common case gets its own loop: no per-element view arithmetic) */
-	NET_HD void load_direct()
+	template <bool CHECKED>
+	NET_HD void load_direct_loop()
 	{
 		if (affine && global_view == 0)
 		{
 NET_UNROLL
 			for (int e = 0; e < R; e++)
-				v[e] = fetch(first_global | ((uint64_t) e << shift));
+				v[e] = fetch<CHECKED>(first_global + ((uint64_t) e << shift));
 			return;
 		}
 NET_UNROLL
 		for (int e = 0; e < R; e++)
-			v[e] = fetch(global_of(e));
+			v[e] = fetch<CHECKED>(global_of(e));
+	}
+
+	template <bool CHECKED>
+	NET_HD void store_direct_loop() const
+	{
+		if (affine && global_view == 0)
+		{
+NET_UNROLL
+			for (int e = 0; e < R; e++)
+				put<CHECKED>(first_global + ((uint64_t) e << shift), v[e]);
+			return;
+		}
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			put<CHECKED>(global_of(e), v[e]);
+	}
+
+	NET_HD void load_direct()
+	{
+		if (inside)
+			load_direct_loop<false>();
+		else
+			load_direct_loop<true>();
 	}
 
 	NET_HD void store_direct() const
 	{
-		if (affine && global_view == 0)
-		{
-NET_UNROLL
-			for (int e = 0; e < R; e++)
-				put(first_global | ((uint64_t) e << shift), v[e]);
-			return;
-		}
-NET_UNROLL
-		for (int e = 0; e < R; e++)
-			put(global_of(e), v[e]);
+		if (inside)
+			store_direct_loop<false>();
+		else
+			store_direct_loop<true>();
 	}
 
-	/* Global -> shared memory, consecutive threads on consecutive slots. */
-	NET_HD void load_group_to_smem() const
+	/*
+	 * Global <-> shared memory with consecutive threads on consecutive
+	 * slots: local = tid + k * NT. In a contiguous tile without a global
+	 * view that is base + tid + k * NT in global memory (constant offsets),
+	 * and swz(tid) ^ swz(k * NT) in shared memory (a constant per k).
+	 */
+	template <bool CHECKED>
+	NET_HD void load_group_loop() const
 	{
+		const uint32_t tid_slot = swz(tid);
+
+		if (run_bits == G && global_view == 0)
+		{
+			const uint64_t first = base + tid;
+
+NET_UNROLL
+			for (int k = 0; k < R; k++)
+				Traits::store(smem + (tid_slot ^ swz((uint32_t) k * NT)),
+							  fetch<CHECKED>(first + (uint64_t) k * NT));
+			return;
+		}
 NET_UNROLL
 		for (int k = 0; k < R; k++)
 		{
 			uint32_t	local = tid + (uint32_t) k * NT;
 
-			Traits::store(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(local),
-						  fetch(global_of_local(local)));
+			Traits::store(smem + swz(local), fetch<CHECKED>(global_of_local(local)));
 		}
+	}
+
+	template <bool CHECKED>
+	NET_HD void store_group_loop() const
+	{
+		const uint32_t tid_slot = swz(tid);
+
+		if (run_bits == G && global_view == 0)
+		{
+			const uint64_t first = base + tid;
+
+NET_UNROLL
+			for (int k = 0; k < R; k++)
+				put<CHECKED>(first + (uint64_t) k * NT,
+							 Traits::load(smem + (tid_slot ^ swz((uint32_t) k * NT))));
+			return;
+		}
+NET_UNROLL
+		for (int k = 0; k < R; k++)
+		{
+			uint32_t	local = tid + (uint32_t) k * NT;
+
+			put<CHECKED>(global_of_local(local), Traits::load(smem + swz(local)));
+		}
+	}
+
+	NET_HD void load_group_to_smem() const
+	{
+		if (inside)
+			load_group_loop<false>();
+		else
+			load_group_loop<true>();
 	}
 
 	NET_HD void store_group_from_smem() const
 	{
-NET_UNROLL
-		for (int k = 0; k < R; k++)
-		{
-			uint32_t	local = tid + (uint32_t) k * NT;
-
-			put(global_of_local(local),
-				Traits::load(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(local)));
-		}
+		if (inside)
+			store_group_loop<false>();
+		else
+			store_group_loop<true>();
 	}
+
+	/* ---- registers <-> shared memory, in Gray-code order ---- */
 
 	NET_HD void write_smem() const
 	{
+		uint32_t	slot = slot_base;
+
 NET_UNROLL
-		for (int e = 0; e < R; e++)
-			Traits::store(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(actual_local(e)), v[e]);
+		for (int i = 0; i < R; i++)
+		{
+			if (i > 0)
+				slot ^= slot_delta[lowest_bit(i)];
+			Traits::store(smem + slot, v[i ^ (i >> 1)]);
+		}
 	}
 
 	NET_HD void read_smem()
 	{
+		uint32_t	slot = slot_base;
+
 NET_UNROLL
-		for (int e = 0; e < R; e++)
-			v[e] = Traits::load(smem + swizzle<Traits::LOG_PER_LINE, SWIZZLE_SHIFT>(actual_local(e)));
+		for (int i = 0; i < R; i++)
+		{
+			if (i > 0)
+				slot ^= slot_delta[lowest_bit(i)];
+			v[i ^ (i >> 1)] = Traits::load(smem + slot);
+		}
 	}
 
 	/* ---- comparing ---- */
 
-	NET_HD static void compare_exchange(Reg &a, Reg &b, bool descending)
+	/* a = min, b = max (ascending), or the other way round (descending) */
+	NET_HD static void order(Reg &a, Reg &b, bool descending)
 	{
 		bool		swap = Traits::less(b, a) != descending;
 		Reg			low = swap ? b : a;
@@ -469,13 +581,34 @@ NET_UNROLL
 		b = high;
 	}
 
-	template <int J>
-	NET_HD void step_ascending()
+	NET_HD static void order_ascending(Reg &a, Reg &b)
 	{
+		bool		swap = Traits::less(b, a);
+		Reg			low = swap ? b : a;
+		Reg			high = swap ? a : b;
+
+		a = low;
+		b = high;
+	}
+
+	/* the same direction for every pair: the block-uniform cases */
+	template <int J>
+	NET_HD void step_uniform(bool descending)
+	{
+		if (!descending)
+		{
 NET_UNROLL
-		for (int e = 0; e < R; e++)
-			if (!(e & (1 << J)))
-				compare_exchange(v[e], v[e | (1 << J)], false);
+			for (int e = 0; e < R; e++)
+				if (!(e & (1 << J)))
+					order_ascending(v[e], v[e | (1 << J)]);
+		}
+		else
+		{
+NET_UNROLL
+			for (int e = 0; e < R; e++)
+				if (!(e & (1 << J)))
+					order_ascending(v[e | (1 << J)], v[e]);
+		}
 	}
 
 	/* descending where bit e of `descending_mask` is set (e: lower register) */
@@ -485,7 +618,7 @@ NET_UNROLL
 NET_UNROLL
 		for (int e = 0; e < R; e++)
 			if (!(e & (1 << J)))
-				compare_exchange(v[e], v[e | (1 << J)], (descending_mask >> e) & 1);
+				order(v[e], v[e | (1 << J)], (descending_mask >> e) & 1);
 	}
 
 	/* The flip of stage S in window 0: e <-> e ^ (2^S - 1). */
@@ -495,46 +628,31 @@ NET_UNROLL
 NET_UNROLL
 		for (int e = 0; e < R; e++)
 			if (!(e & (1 << (S - 1))))
-				compare_exchange(v[e], v[e ^ ((1 << S) - 1)], false);
+				order_ascending(v[e], v[e ^ ((1 << S) - 1)]);
 	}
 
-	/* Which registers start a descending pair, for a direction bit. */
-	NET_HD uint32_t descending_mask(int kind, int bit) const
+	template <int J>
+	NET_HD void step_j(int kind, int bit)
 	{
-		bool		set;
-
-		if (kind == DIR_GLOBAL_BIT)
-			set = (base >> bit) & 1;
+		if (kind == DIR_ASCENDING)
+			step_uniform<J>(false);
+		else if (kind == DIR_GLOBAL_BIT)
+			step_uniform<J>((base >> bit) & 1);
 		else if (bit >= q && bit < q + LOG_R)
-			return register_bit_mask(bit - q);
+			step_directed<J>(register_bit_mask(bit - q));
 		else
-			set = (thread_part >> bit) & 1;
-		return set ? 0xffffffffu : 0u;
+			step_directed<J>(((thread_part >> bit) & 1) ? 0xffffffffu : 0u);
 	}
 
 	NET_HD void step(int j, int kind, int bit)
 	{
-		if (kind == DIR_ASCENDING)
-		{
-			switch (j)
-			{
-				case 0: step_ascending<0>(); break;
-				case 1: step_ascending<(LOG_R > 1 ? 1 : 0)>(); break;
-				case 2: step_ascending<(LOG_R > 2 ? 2 : 0)>(); break;
-				case 3: step_ascending<(LOG_R > 3 ? 3 : 0)>(); break;
-				default: step_ascending<(LOG_R > 4 ? 4 : 0)>(); break;
-			}
-			return;
-		}
-		uint32_t	mask = descending_mask(kind, bit);
-
 		switch (j)
 		{
-			case 0: step_directed<0>(mask); break;
-			case 1: step_directed<(LOG_R > 1 ? 1 : 0)>(mask); break;
-			case 2: step_directed<(LOG_R > 2 ? 2 : 0)>(mask); break;
-			case 3: step_directed<(LOG_R > 3 ? 3 : 0)>(mask); break;
-			default: step_directed<(LOG_R > 4 ? 4 : 0)>(mask); break;
+			case 0: step_j<0>(kind, bit); break;
+			case 1: step_j<(LOG_R > 1 ? 1 : 0)>(kind, bit); break;
+			case 2: step_j<(LOG_R > 2 ? 2 : 0)>(kind, bit); break;
+			case 3: step_j<(LOG_R > 3 ? 3 : 0)>(kind, bit); break;
+			default: step_j<(LOG_R > 4 ? 4 : 0)>(kind, bit); break;
 		}
 	}
 

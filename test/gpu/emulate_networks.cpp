@@ -69,14 +69,31 @@ analyse_pass(const Pass &pass, uint64_t mem, AccessStats &stats)
 
 	auto smem_pattern = [&](int qq, int vv) {
 		for (int t = 0; t < T::NT; t++)
+		{
 			th[t].set_layout(qq, vv);
+
+			/* the Gray-code walk the kernels use must give the formula's slots */
+			uint32_t	slot = th[t].slot_base;
+
+			for (int i = 0; i < T::R; i++)
+			{
+				if (i > 0)
+					slot ^= th[t].slot_delta[lowest_bit(i)];
+				if (slot != th[t].slot_of(i ^ (i >> 1)))
+				{
+					printf("FAIL slot walk: q=%d view=%d thread %d register %d\n", qq, vv, t, i ^ (i >> 1));
+					failures++;
+					return;
+				}
+			}
+		}
 		for (int w = 0; w < T::NT / 32; w++)
 			for (int e = 0; e < T::R; e++)
 			{
 				std::vector<uint32_t> slots;
 
 				for (int l = 0; l < 32; l++)
-					slots.push_back(swizzle<ElementTraits<M>::LOG_PER_LINE, T::SWIZZLE_SHIFT>(th[w * 32 + l].actual_local(e)));
+					slots.push_back(th[w * 32 + l].slot_of(e));
 				double	   &worst = vv ? stats.worst_smem_view : stats.worst_smem;
 
 				worst = std::max(worst, (double) wavefronts<M>(slots) / ideal_wavefronts);
