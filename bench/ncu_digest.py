@@ -20,12 +20,15 @@ def main():
         lines = [line for line in f if line.startswith('"')]
     for r in csv.DictReader(lines):
         entry = rows.setdefault(r["ID"], {"name": r["Kernel Name"], "grid": r.get("Grid Size", "")})
-        entry[r["Metric Name"]] = r["Metric Value"].replace(",", "")
+        value = r["Metric Value"].replace(",", "")
+        if r["Metric Name"] == "gpu__time_duration.sum":
+            scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+            value = str(float(value) * scale.get(r.get("Metric Unit", "nsecond"), 1e-3))
+        entry[r["Metric Name"]] = value
     print(f"{'kernel':44s} {'grid':>16s} {'us':>9s} {'dram%':>6s} {'sm%':>6s} {'warps%':>6s}")
     for entry in rows.values():
         name = re.sub(r"\(.*", "", entry["name"])[:44]
-        duration = float(entry.get("gpu__time_duration.sum", 0))
-        unit_us = duration / 1000.0  # ncu reports nanoseconds for this metric
+        unit_us = float(entry.get("gpu__time_duration.sum", 0))  # microseconds
         print(f"{name:44s} {entry['grid']:>16s} {unit_us:9.1f} "
               f"{entry.get('dram__throughput.avg.pct_of_peak_sustained_elapsed', '-'):>6s} "
               f"{entry.get('sm__throughput.avg.pct_of_peak_sustained_elapsed', '-'):>6s} "
