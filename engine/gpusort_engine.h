@@ -112,6 +112,11 @@ typedef struct gs_sort_request
 
 	/* approximate sort only */
 	uint32_t	intervals;		/* number of equal-width intervals, >= 1 */
+	/* gs_sort_rows only: cut [approx_min_key, approx_max_key] (the column's
+	 * encoded values) into intervals instead of the rows' own range */
+	bool		approx_range_given;
+	uint64_t	approx_min_key;
+	uint64_t	approx_max_key;
 
 	/* Only the first `limit` outputs are needed (0 = all). Exact sorts may
 	 * ignore it; the approximate sort materialises only the intervals up to

@@ -14,29 +14,50 @@
 
 #include <string.h>
 
-/* Packs word `word` of rows[0..n) (or of rows 0..n-1 when rows is NULL). */
+/*
+ * Packs word `word` of rows[0..n) (or of rows 0..n-1 when rows is NULL):
+ * what gs_key_layout_pack() computes for one row, done field by field over
+ * all rows so the inner loops stay branch-free.
+ */
 static void
 pack_word(const gs_key_layout *layout, unsigned word,
 		  const uint64_t *const *column_keys, const bool *const *column_nulls,
 		  const uint32_t *rows, size_t n, void *out, unsigned key_bytes)
 {
-	for (size_t i = 0; i < n; i++)
-	{
-		size_t		row = rows ? rows[i] : i;
-		uint64_t	keys[GS_MAX_KEY_COLUMNS];
-		bool		nulls[GS_MAX_KEY_COLUMNS];
-		uint64_t	packed;
+	uint32_t   *narrow = key_bytes == 4 ? out : NULL;
+	uint64_t   *wide = key_bytes == 8 ? out : NULL;
+	bool		first = true;
 
-		for (int c = 0; c < layout->ncolumns; c++)
+	for (int f = 0; f < layout->nfields; f++)
+	{
+		const gs_key_field *field = &layout->fields[f];
+		const gs_key_column *column = &layout->columns[field->column];
+		const uint64_t *keys = column_keys[field->column];
+		const bool *nulls = column_nulls[field->column];
+		unsigned	shift = field->shift;
+		/* DESC: max - key, which is (key - max) * -1 in unsigned arithmetic */
+		uint64_t	base = column->descending ? column->max_key : column->min_key;
+		uint64_t	sign = column->descending ? UINT64_MAX : 1;
+
+		if (field->word != word)
+			continue;
+		for (size_t i = 0; i < n; i++)
 		{
-			keys[c] = column_keys[c][row];
-			nulls[c] = column_nulls[c] != NULL && column_nulls[c][row];
+			size_t		row = rows ? rows[i] : i;
+			bool		is_null = nulls != NULL && nulls[row];
+			uint64_t	value;
+
+			if (field->is_null_flag)
+				value = (uint64_t) (is_null != column->nulls_first);
+			else
+				value = is_null ? 0 : (keys[row] - base) * sign;
+			value <<= shift;
+			if (narrow)
+				narrow[i] = first ? (uint32_t) value : narrow[i] | (uint32_t) value;
+			else
+				wide[i] = first ? value : wide[i] | value;
 		}
-		packed = gs_key_layout_pack(layout, word, keys, nulls);
-		if (key_bytes == 4)
-			((uint32_t *) out)[i] = (uint32_t) packed;
-		else
-			((uint64_t *) out)[i] = packed;
+		first = false;
 	}
 }
 
@@ -72,18 +93,20 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 	const gs_allocator *allocator = &settings->allocator;
 	unsigned	widest = 0;
 	void	   *keys;
-	bool		pinned;
 	uint32_t   *pass_index;
 	uint32_t   *scratch = NULL;
+	/* the GPU's transfers run several times faster from page-locked memory */
+	bool		want_pinned = settings->device != GS_DEVICE_CPU &&
+		n >= settings->gpu_min_elements;
+	bool		keys_pinned = false,
+				index_pinned = false;
 	gs_status	status = GS_OK;
 
 	for (unsigned w = 0; w < layout->nwords; w++)
 		if (layout->word_bits[w] > widest)
 			widest = layout->word_bits[w];
-	keys = gs_host_buffer_alloc(n * (widest <= 32 ? 4 : 8),
-								settings->device != GS_DEVICE_CPU &&
-								n >= settings->gpu_min_elements, &pinned);
-	pass_index = engine_alloc(allocator, n * sizeof(uint32_t));
+	keys = gs_host_buffer_alloc(n * (widest <= 32 ? 4 : 8), want_pinned, &keys_pinned);
+	pass_index = gs_host_buffer_alloc(n * sizeof(uint32_t), want_pinned, &index_pinned);
 	if (layout->nwords > 1)
 		scratch = engine_alloc(allocator, n * sizeof(uint32_t));
 	if (keys == NULL || pass_index == NULL || (layout->nwords > 1 && scratch == NULL))
@@ -102,14 +125,16 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 		request.key_bits = layout->word_bits[w];
 		request.key_bytes = request.key_bits <= 32 ? 4 : 8;
 		request.keys = keys;
-		request.row_index = first_pass ? order : pass_index;
+		request.row_index = pass_index;
 		pack_word(layout, (unsigned) w, column_keys, column_nulls,
 				  first_pass ? NULL : order, n, keys, request.key_bytes);
 		status = gs_sort(&request, &pass_report);
 		add_report(report, &pass_report, first_pass);
 		if (status != GS_OK)
 			goto done;
-		if (!first_pass)
+		if (first_pass)
+			memcpy(order, pass_index, n * sizeof(uint32_t));
+		else
 		{
 			for (size_t i = 0; i < n; i++)
 				scratch[i] = order[pass_index[i]];
@@ -118,12 +143,18 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 	}
 	report->valid_outputs = n;
 done:
-	gs_host_buffer_free(keys, pinned);
-	engine_free(allocator, pass_index);
+	gs_host_buffer_free(keys, keys_pinned);
+	gs_host_buffer_free(pass_index, index_pinned);
 	engine_free(allocator, scratch);
 	return status;
 }
 
+/*
+ * The approximate sort of one column. NULLs are set aside. When the caller
+ * gives the range to cut into intervals (the whole input's, while these rows
+ * are only the candidates a bounded sort kept), two sentinel keys at its
+ * ends make the engine see exactly that range; they are dropped afterwards.
+ */
 static gs_status
 sort_rows_approx(const gs_key_layout *layout, size_t n,
 				 const uint64_t *column_keys, const bool *column_nulls,
@@ -132,8 +163,12 @@ sort_rows_approx(const gs_key_layout *layout, size_t n,
 {
 	const gs_key_column *column = &layout->columns[0];
 	const gs_allocator *allocator = &settings->allocator;
+	bool		sentinels = settings->approx_range_given;
+	uint64_t	min_key = sentinels ? settings->approx_min_key : column->min_key;
+	uint64_t	max_key = sentinels ? settings->approx_max_key : column->max_key;
 	size_t		nnulls = 0;
-	size_t		nvalues;
+	size_t		nvalues,
+				nkeys;
 	uint64_t   *keys;
 	uint32_t   *value_rows;
 	uint32_t   *value_order;
@@ -141,14 +176,16 @@ sort_rows_approx(const gs_key_layout *layout, size_t n,
 	gs_status	status;
 	size_t		limit = settings->limit;
 	size_t		at = 0;
+	size_t		values_out = 0;
 
 	if (column_nulls != NULL)
 		for (size_t i = 0; i < n; i++)
 			nnulls += column_nulls[i];
 	nvalues = n - nnulls;
-	keys = engine_alloc(allocator, nvalues * sizeof(uint64_t));
-	value_rows = engine_alloc(allocator, nvalues * sizeof(uint32_t));
-	value_order = engine_alloc(allocator, nvalues * sizeof(uint32_t));
+	nkeys = nvalues + (sentinels && nvalues > 0 ? 2 : 0);
+	keys = engine_alloc(allocator, nkeys * sizeof(uint64_t));
+	value_rows = engine_alloc(allocator, nkeys * sizeof(uint32_t));
+	value_order = engine_alloc(allocator, nkeys * sizeof(uint32_t));
 	if (keys == NULL || value_rows == NULL || value_order == NULL)
 	{
 		status = GS_ERR_OUT_OF_MEMORY;
@@ -159,15 +196,22 @@ sort_rows_approx(const gs_key_layout *layout, size_t n,
 		if (column_nulls != NULL && column_nulls[i])
 			continue;
 		/* DESC inverts the key, so interval 0 holds the largest values */
-		keys[v] = column->descending ? column->max_key - column_keys[i]
-			: column_keys[i] - column->min_key;
+		keys[v] = column->descending ? max_key - column_keys[i] : column_keys[i] - min_key;
 		value_rows[v++] = (uint32_t) i;
 	}
+	if (nkeys > nvalues)
+	{
+		keys[nvalues] = 0;
+		keys[nvalues + 1] = max_key - min_key;
+		value_rows[nvalues] = value_rows[nvalues + 1] = UINT32_MAX;
+	}
 
-	/* NULLs first use up part of the limit */
+	/* NULLs first use up part of the limit; the low sentinel takes a place */
 	if (limit > 0 && column->nulls_first)
 		limit = limit > nnulls ? limit - nnulls : 1;
-	request.n = nvalues;
+	if (limit > 0 && nkeys > nvalues)
+		limit++;
+	request.n = nkeys;
 	request.key_bytes = 8;
 	request.key_bits = 64;
 	request.keys = keys;
@@ -182,8 +226,16 @@ sort_rows_approx(const gs_key_layout *layout, size_t n,
 			if (column_nulls[i])
 				order[at++] = (uint32_t) i;
 	for (size_t v = 0; v < report->valid_outputs; v++)
-		order[at++] = value_rows[value_order[v]];
-	if (!column->nulls_first && report->valid_outputs == nvalues && nnulls > 0)
+	{
+		uint32_t	row = value_rows[value_order[v]];
+
+		if (row != UINT32_MAX)
+		{
+			order[at++] = row;
+			values_out++;
+		}
+	}
+	if (!column->nulls_first && values_out == nvalues && nnulls > 0)
 		for (size_t i = 0; i < n; i++)
 			if (column_nulls[i])
 				order[at++] = (uint32_t) i;

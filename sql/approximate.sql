@@ -37,7 +37,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM scores s1 JOIN (SELECT * FROM scores ORDER BY 
 -- where ORDER BY puts them; any two values out of order differ by less than
 -- one interval width, (max - min + 1) / intervals over the whole column;
 -- with a LIMIT, every row is within one width of the exact top-n boundary.
-CREATE FUNCTION check_order(col text, intervals int, descending boolean, lim int) RETURNS text
+CREATE FUNCTION check_order(col text, intervals int, descending boolean, lim int, tab text DEFAULT 'scores') RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
   width numeric;
@@ -49,15 +49,15 @@ DECLARE
   boundary numeric;
   nulls bigint;
 BEGIN
-  EXECUTE format('SELECT count(*) - count(%s) FROM scores', col) INTO nulls;
-  EXECUTE format('SELECT (max(%1$s) - min(%1$s) + 1)::numeric / %2$s, count(*) FROM scores', col, intervals)
+  EXECUTE format('SELECT count(*) - count(%s) FROM %s', col, tab) INTO nulls;
+  EXECUTE format('SELECT (max(%1$s) - min(%1$s) + 1)::numeric / %2$s, count(*) FROM %3$s', col, intervals, tab)
     INTO width, expected;
   IF lim IS NOT NULL THEN expected := least(expected, lim); END IF;
   -- the query itself must be top-level to be approximated: CREATE TABLE AS
   -- keeps its output order, which row_number() over the table then reads
-  EXECUTE format('CREATE TEMP TABLE approx_raw AS SELECT %1$s AS v FROM scores ORDER BY %1$s %2$s %3$s',
+  EXECUTE format('CREATE TEMP TABLE approx_raw AS SELECT %1$s AS v FROM %4$s ORDER BY %1$s %2$s %3$s',
                  col, CASE WHEN descending THEN 'DESC' ELSE '' END,
-                 CASE WHEN lim IS NULL THEN '' ELSE 'LIMIT ' || lim END);
+                 CASE WHEN lim IS NULL THEN '' ELSE 'LIMIT ' || lim END, tab);
   CREATE TEMP TABLE approx_out AS SELECT row_number() OVER (ORDER BY ctid) AS pos, v FROM approx_raw;
   DROP TABLE approx_raw;
   SELECT count(*) INTO got FROM approx_out;
@@ -70,9 +70,9 @@ BEGIN
   beyond := 0;
   IF lim IS NOT NULL THEN
     SET LOCAL gpusort.approximate_intervals = 0;
-    EXECUTE format('SELECT %1$s FROM scores WHERE %1$s IS NOT NULL ORDER BY %1$s %2$s OFFSET %3$s LIMIT 1', col,
+    EXECUTE format('SELECT %1$s FROM %4$s WHERE %1$s IS NOT NULL ORDER BY %1$s %2$s OFFSET %3$s LIMIT 1', col,
                    CASE WHEN descending THEN 'DESC' ELSE '' END,
-                   greatest(lim - 1 - CASE WHEN descending THEN nulls ELSE 0 END, 0))
+                   greatest(lim - 1 - CASE WHEN descending THEN nulls ELSE 0 END, 0), tab)
       INTO boundary;
     SET LOCAL gpusort.approximate_intervals = 1000;
     SELECT coalesce(max(CASE WHEN descending THEN boundary - v ELSE v - boundary END), 0) INTO beyond
@@ -89,6 +89,18 @@ SELECT col, descending, lim, check_order(col, 1000, descending, lim)
 FROM unnest(ARRAY['score', 'gauss']) col, unnest(ARRAY[false, true]) descending,
      unnest(ARRAY[NULL, 1, 100, 2500]) lim
 ORDER BY col, descending, lim NULLS FIRST;
+
+-- a larger input, where a bounded approximate sort keeps only candidate
+-- rows while reading (the intervals still span the whole input)
+CREATE TABLE many AS SELECT CASE WHEN i % 97 = 0 THEN NULL ELSE (random() * 1e7)::int END AS v
+FROM generate_series(1, 200000) i;
+ANALYZE many;
+SELECT descending, lim, check_order('v', 1000, descending, lim, 'many')
+FROM unnest(ARRAY[false, true]) descending, unnest(ARRAY[1, 100, 5000]) lim
+ORDER BY descending, lim;
+SET gpusort.explain_details = off;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM many ORDER BY v LIMIT 100;
+RESET gpusort.explain_details;
 
 -- it really is approximate: with few intervals the order is not exact
 SET gpusort.approximate_intervals = 3;

@@ -187,6 +187,8 @@ start_rows(GpuSortState *state)
 	for (int k = 0; k < state->plan.nkeys; k++)
 		gs_key_column_init(&state->columns[k], state->plan.descending[k],
 						   state->plan.nulls_first[k]);
+	gs_key_column_init(&state->approx_range, state->plan.descending[0],
+					   state->plan.nulls_first[0]);
 }
 
 static void
@@ -298,6 +300,14 @@ sort_rows(GpuSortState *state, size_t limit, gs_algorithm algorithm)
 	settings.algorithm = algorithm;
 	settings.intervals = (uint32_t) Max(state->plan.intervals, 1);
 	settings.limit = limit;
+	/* intervals over the whole input's range, also when a bounded sort kept
+	 * only some of its rows */
+	if (algorithm == GS_ALGO_APPROX && state->approx_range.has_value)
+	{
+		settings.approx_range_given = true;
+		settings.approx_min_key = state->approx_range.min_key;
+		settings.approx_max_key = state->approx_range.max_key;
+	}
 
 	INSTR_TIME_SET_CURRENT(start);
 	status = gs_sort_rows(&layout, state->ntuples,
@@ -332,7 +342,8 @@ prune_rows(GpuSortState *state)
 	bool	   *old_nulls[GS_MAX_KEY_COLUMNS];
 	uint32_t   *order;
 
-	sort_rows(state, keep, (gs_algorithm) state->plan.algorithm);
+	/* the candidates are chosen exactly, whatever the final order */
+	sort_rows(state, keep, GS_ALGO_AUTO);
 	order = state->order;
 	old_context = state->rows_context;
 	old_tuples = state->tuples;
@@ -383,7 +394,7 @@ hand_over_to_tuplesort(GpuSortState *state)
 											nulls_first, work_mem, NULL,
 											state->random_access ?
 											TUPLESORT_RANDOMACCESS : TUPLESORT_NONE);
-	if (state->plan.bound > 0 && state->plan.algorithm != GS_ALGO_APPROX)
+	if (state->plan.bound > 0)
 		tuplesort_set_bound(state->tuplesort, state->plan.bound);
 	for (size_t i = 0; i < state->ntuples; i++)
 	{
@@ -401,7 +412,8 @@ static void
 gather_and_sort(GpuSortState *state)
 {
 	PlanState  *child = child_of(state);
-	bool		bounded = state->plan.bound > 0 && state->plan.algorithm != GS_ALGO_APPROX;
+	bool		bounded = state->plan.bound > 0;
+	bool		approximate = state->plan.algorithm == GS_ALGO_APPROX;
 	size_t		prune_at = bounded ? Max((size_t) state->plan.bound * 2, MIN_PRUNE_ROWS) : 0;
 	instr_time	start,
 				duration;
@@ -430,6 +442,9 @@ gather_and_sort(GpuSortState *state)
 
 			keys[k] = nulls[k] ? 0 : state->key_types[k]->encode(value);
 		}
+		/* the approximate sort's intervals span every row, kept or not */
+		if (approximate)
+			gs_key_column_observe(&state->approx_range, nulls[0], keys[0]);
 		if (state->have_threshold && compare_with_threshold(state, keys, nulls) >= 0)
 			continue;
 
@@ -465,10 +480,9 @@ gather_and_sort(GpuSortState *state)
 	}
 	state->peak_memory = Max(state->peak_memory, state->memory_used);
 	state->rows_sorted = state->ntuples;
-	sort_rows(state, bounded || state->plan.algorithm == GS_ALGO_APPROX ?
-			  (size_t) state->plan.bound : 0,
+	sort_rows(state, bounded ? (size_t) state->plan.bound : 0,
 			  (gs_algorithm) state->plan.algorithm);
-	if (state->plan.algorithm == GS_ALGO_APPROX)
+	if (approximate)
 		state->noutputs = state->report.valid_outputs;
 	else if (bounded)
 		state->noutputs = Min(state->ntuples, (size_t) state->plan.bound);

@@ -93,7 +93,7 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	}
 
 	ExplainPropertyInteger("Rows Sorted", NULL, (int64) state->rows_sorted, es);
-	if (state->plan.bound > 0 && state->plan.algorithm != GS_ALGO_APPROX)
+	if (state->plan.bound > 0)
 		ExplainPropertyInteger("Rows Read", NULL, state->rows_read, es);
 	if (state->plan.algorithm == GS_ALGO_APPROX)
 	{

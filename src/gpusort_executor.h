@@ -29,6 +29,7 @@ typedef struct GpuSortState
 	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
 	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];
+	gs_key_column approx_range;	/* approximate sort: the key over all rows */
 	Size		memory_used;
 
 	/* bounded sort: rows at or beyond this one are not kept */

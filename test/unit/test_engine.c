@@ -487,6 +487,56 @@ test_key_layout(void)
 		}
 }
 
+/* gs_sort_rows' approximate sort: NULLs set aside, and intervals over a
+ * range the caller gives (a bounded sort's candidates are only part of the
+ * input whose range the intervals must span). */
+static void
+test_approx_rows(void)
+{
+	uint64_t	keys[8];
+	bool		nulls[8] = {false, true, false, false, false, true, false, false};
+	const int64_t values[8] = {420, 0, 5, 150, 999, 0, 7, 160};
+	const uint64_t *column_keys[1] = {keys};
+	const bool *column_nulls[1] = {nulls};
+	gs_key_column column;
+	gs_key_layout layout;
+	gs_sort_request settings;
+	gs_sort_report report;
+	uint32_t	order[8];
+
+	gs_key_column_init(&column, false, false);
+	for (int i = 0; i < 8; i++)
+	{
+		keys[i] = gs_encode_int64(values[i]);
+		gs_key_column_observe(&column, nulls[i], keys[i]);
+	}
+	gs_key_layout_build(&layout, &column, 1);
+	gs_sort_request_init(&settings);
+	settings.device = GS_DEVICE_CPU;
+	settings.algorithm = GS_ALGO_APPROX;
+	settings.intervals = 10;
+	CHECK(gs_sort_rows(&layout, 8, column_keys, column_nulls, &settings, order, &report) == GS_OK,
+		  "approx rows");
+	CHECK(report.valid_outputs == 8 && report.interval_map.range == 994,
+		  "approx rows: own range 5..999 (got %llu)", (unsigned long long) report.interval_map.range);
+	/* 5 and 7 share interval 0 (width 99.5): input order; NULLs last */
+	CHECK(order[0] == 2 && order[1] == 6 && order[2] == 3 && order[3] == 7 && order[4] == 0 &&
+		  order[5] == 4 && order[6] == 1 && order[7] == 5, "approx rows: interval order");
+
+	/* the range of a larger input: [0, 9999], 10 intervals of 1000 */
+	settings.approx_range_given = true;
+	settings.approx_min_key = gs_encode_int64(0);
+	settings.approx_max_key = gs_encode_int64(9999);
+	settings.limit = 2;
+	CHECK(gs_sort_rows(&layout, 8, column_keys, column_nulls, &settings, order, &report) == GS_OK,
+		  "approx rows with a range");
+	CHECK(report.interval_map.range == 9999, "the sentinels make the given range");
+	/* all six values fall in interval 0, so the limit takes them all, and
+	 * then the NULLs */
+	CHECK(report.valid_outputs == 8, "approx rows with a range: %zu outputs", report.valid_outputs);
+	CHECK(order[0] == 0 && order[1] == 2 && order[2] == 3, "approx rows with a range: input order within the interval");
+}
+
 static void
 test_float8_encoding(void)
 {
@@ -633,6 +683,7 @@ main(int argc, char **argv)
 	test_interval_map();
 	test_approx_sort();
 	test_key_layout();
+	test_approx_rows();
 	test_float8_encoding();
 	test_minmax();
 	test_interruption();
