@@ -598,17 +598,18 @@ bench_tuning(Job &job, size_t n)
 
 		/* the approximate sort's ways of claiming output slots */
 		static const ApproxTuning approx_variants[] = {
-			{APPROX_SCATTER_CURSORS, 1, 1}, {APPROX_SCATTER_CURSORS, 1, 8},
-			{APPROX_SCATTER_CURSORS, 1, 32}, {APPROX_SCATTER_CURSORS, 4, 1},
-			{APPROX_SCATTER_CURSORS, 4, 8}, {APPROX_SCATTER_CURSORS, 16, 1},
-			{APPROX_SCATTER_CURSORS, 16, 8}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1},
+			{APPROX_SCATTER_CURSORS, 1, 1, 0}, {APPROX_SCATTER_CURSORS, 1, 8, 0},
+			{APPROX_SCATTER_CURSORS, 1, 32, 0}, {APPROX_SCATTER_CURSORS, 4, 32, 0},
+			{APPROX_SCATTER_CURSORS, 16, 32, 0}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 16},
+			{APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 32}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 64},
+			{APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 0},
 		};
 		for (const ApproxTuning &a : approx_variants)
 		{
 			char		name[64];
 
 			if (a.scatter == APPROX_SCATTER_BLOCK_OFFSETS)
-				snprintf(name, sizeof(name), "tune:block-offsets");
+				snprintf(name, sizeof(name), "tune:block-offsets/blocks%d", a.offset_blocks);
 			else
 				snprintf(name, sizeof(name), "tune:cursors/lanes%d/stride%d", a.lanes,
 						 a.cursor_stride);
@@ -654,6 +655,9 @@ bench_transfers(size_t max_bytes)
 				r.key_bytes = r.key_bits = 0;
 				r.index = false;
 				r.passes = 0;
+				int			saved_runs = runs;
+
+				runs = std::max(runs, 9);	/* transfers are noisier than kernels */
 				r.ms = time_median([](int) {}, [&]() {
 					if (dir)
 						CUDA_OK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
@@ -663,6 +667,7 @@ bench_transfers(size_t max_bytes)
 				r.gbytes = bytes / (r.ms * 1e6);
 				r.gkeys = 0;
 				emit(r);
+				runs = saved_runs;
 			}
 	cudaFree(device);
 	cudaFreeHost(pinned);

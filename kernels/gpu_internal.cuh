@@ -154,6 +154,7 @@ struct ApproxTuning
 								 * one address) */
 	int			cursor_stride;	/* uint32 slots per cursor (spreads cursors
 								 * over more cache lines) */
+	int			offset_blocks;	/* block offsets: blocks (0 = two per SM) */
 };
 
 size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,

@@ -621,6 +621,17 @@ NET_UNROLL
 				order(v[e], v[e | (1 << J)], (descending_mask >> e) & 1);
 	}
 
+	/* one direction per thread (the direction bit is a thread bit), chosen
+	 * by selects rather than a branch: lanes of a warp may differ */
+	template <int J>
+	NET_HD void step_thread_directed(bool descending)
+	{
+NET_UNROLL
+		for (int e = 0; e < R; e++)
+			if (!(e & (1 << J)))
+				order(v[e], v[e | (1 << J)], descending);
+	}
+
 	/* The flip of stage S in window 0: e <-> e ^ (2^S - 1). */
 	template <int S>
 	NET_HD void flip()
@@ -641,7 +652,7 @@ NET_UNROLL
 		else if (bit >= q && bit < q + LOG_R)
 			step_directed<J>(register_bit_mask(bit - q));
 		else
-			step_directed<J>(((thread_part >> bit) & 1) ? 0xffffffffu : 0u);
+			step_thread_directed<J>((thread_part >> bit) & 1);
 	}
 
 	NET_HD void step(int j, int kind, int bit)

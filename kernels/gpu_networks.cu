@@ -177,9 +177,14 @@ static const ShapeEntry pair_shapes[] = {
 
 #undef SHAPE
 
-/* Default (tile, wide) shapes; see bench/README.md for the measurements. */
-static const int default_tile_shape[3] = {1, 2, 1};
-static const int default_wide_shape[3] = {1, 0, 0};
+/*
+ * Default (tile, wide) shapes per element kind, the fastest at n = 2^24 in
+ * the benchmark's sweep on the H100 (bench/README.md): groups of 2^13
+ * (u64, pair) or 2^14 (u32) elements, small enough for two blocks per SM,
+ * so that one block computes while the other moves data.
+ */
+static const int default_tile_shape[3] = {1, 1, 0};
+static const int default_wide_shape[3] = {1, 1, 0};
 
 static const ShapeEntry *
 shapes_of(ElementKind kind, int *count)
