@@ -55,6 +55,8 @@ listen_addresses = ''
 unix_socket_directories = '$workdir'
 port = $port
 max_parallel_workers_per_gather = 0
+# loaded by the postmaster, as in production: it must not touch CUDA there
+shared_preload_libraries = 'gpusort'
 CONF
 $run_as "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" -w \
   -o "${GPUSORT_TEST_OPTIONS:-}" start >/dev/null \

@@ -27,5 +27,5 @@ fi
 export PATH="/usr/local/cuda/bin:$PATH"
 pg_config=/usr/lib/postgresql/15/bin/pg_config
 make -j"$(nproc)" PG_CONFIG="$pg_config"
-make install PG_CONFIG="$pg_config"
+make install PG_CONFIG="$pg_config" > /dev/null
 echo "gpusort built and installed into $($pg_config --pkglibdir)"
