@@ -52,7 +52,7 @@ CUDA_LIBS =
 endif
 
 EXTRA_CLEAN = $(CUDA_OBJS) kernels/gpu_stub.o results regression.diffs regression.out \
-	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality
+	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
 
 PG_CPPFLAGS = -I$(srcdir)/engine -I$(srcdir)/kernels
 
@@ -101,6 +101,10 @@ ENGINE_LINK = kernels/gpu_stub.c
 endif
 bench/approx_quality: bench/approx_quality.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
 	$(CC) $(UNIT_CFLAGS) -o $@ bench/approx_quality.c $(ENGINE_SRCS) $(ENGINE_LINK) -lm
+
+# from which size the GPU beats the CPU (needs a GPU)
+bench/crossover: bench/crossover.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
+	$(CC) $(UNIT_CFLAGS) -o $@ bench/crossover.c $(ENGINE_SRCS) $(ENGINE_LINK) -lm
 
 # ---- GPU-only programs (need nvcc; run them on a machine with a GPU) ----
 #   make check-gpu           GPU vs CPU engine, ~1500 cases (test/gpu/check_gpu.c)

@@ -603,6 +603,9 @@ bench_tuning(Job &job, size_t n)
 			{APPROX_SCATTER_CURSORS, 16, 32, 0}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 16},
 			{APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 32}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 64},
 			{APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 0},
+			{APPROX_SCATTER_CHUNKS, 1, 1, 0, 16384}, {APPROX_SCATTER_CHUNKS, 1, 1, 0, 32768},
+			{APPROX_SCATTER_CHUNKS, 1, 1, 0, 65536}, {APPROX_SCATTER_CHUNKS, 1, 1, 0, 131072},
+			{APPROX_SCATTER_CHUNKS, 1, 1, 0, 262144},
 		};
 		for (const ApproxTuning &a : approx_variants)
 		{
@@ -610,6 +613,8 @@ bench_tuning(Job &job, size_t n)
 
 			if (a.scatter == APPROX_SCATTER_BLOCK_OFFSETS)
 				snprintf(name, sizeof(name), "tune:block-offsets/blocks%d", a.offset_blocks);
+			else if (a.scatter == APPROX_SCATTER_CHUNKS)
+				snprintf(name, sizeof(name), "tune:chunks/keys%d", a.chunk_keys);
 			else
 				snprintf(name, sizeof(name), "tune:cursors/lanes%d/stride%d", a.lanes,
 						 a.cursor_stride);

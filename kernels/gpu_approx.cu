@@ -29,7 +29,13 @@
  *      (interval-major, so one scan gives every block its own offset in
  *      every interval) and each block re-reads its chunk and places its keys
  *      with shared-memory atomics only: no global atomics, but each slice is
- *      written by all blocks at once.
+ *      written by all blocks at once;
+ *      "chunks" (the default where the intervals fit in shared memory): a
+ *      block counts a chunk of keys in shared memory, claims each interval's
+ *      share of the chunk with one global atomic, then re-reads the chunk
+ *      (from L2) and places each key with a shared-memory atomic. Global
+ *      atomics fall from one per key to one per interval per chunk, and each
+ *      claim is a short contiguous run, so the writes still combine in L2.
  */
 #include "gpu_internal.cuh"
 #include "interval_map.h"
@@ -48,7 +54,8 @@ static const uint32_t NO_INTERVAL = 0xffffffffu;
  * each on its own 128-byte line (15% faster than packed cursors at 2^24;
  * more lanes were slower).
  */
-static const ApproxTuning default_tuning = {APPROX_SCATTER_CURSORS, 1, 32, 0};
+static const ApproxTuning default_tuning = {APPROX_SCATTER_CHUNKS, 1, 1, 0, 0};
+static const size_t APPROX_DEFAULT_CHUNK = 65536;
 static const int APPROX_BLOCKS_PER_SM = 2;
 
 /* ------------------------------------------------------------------------
@@ -329,6 +336,57 @@ scatter_blocks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult 
 				 });
 }
 
+/*
+ * Chunks: per chunk of keys, count (shared atomics), claim each interval's
+ * run of output slots (one global atomic per interval present), then place
+ * the keys (shared atomics on the claimed bases). Blocks loop over chunks.
+ */
+template <class K>
+__global__ void __launch_bounds__(APPROX_THREADS)
+scatter_chunks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult *result,
+					  uint32_t intervals, uint32_t *cursors, K *out_keys, uint32_t *out_index)
+{
+	extern __shared__ uint32_t bins[];
+	const gs_interval_map map = block_interval_map(result, intervals);
+	const uint32_t cut = (uint32_t) result->cut;
+	const uint32_t claimed = cut + 1 < intervals ? cut + 1 : intervals;
+	const size_t warps = APPROX_THREADS / 32;
+
+	for (size_t begin = blockIdx.x * chunk; begin < n; begin += (size_t) gridDim.x * chunk)
+	{
+		const size_t end = begin + chunk < n ? begin + chunk : n;
+
+		for (uint32_t b = threadIdx.x; b < claimed; b += APPROX_THREADS)
+			bins[b] = 0;
+		__syncthreads();
+		for_each_key(keys, begin, end, threadIdx.x / 32, warps,
+					 [&](K key, size_t, bool valid) {
+						 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
+
+						 warp_merged_add<false>(bins, bin, valid && bin <= cut);
+					 });
+		__syncthreads();
+		for (uint32_t b = threadIdx.x; b < claimed; b += APPROX_THREADS)
+			if (bins[b] != 0)
+				bins[b] = atomicAdd(&cursors[b], bins[b]);
+		__syncthreads();
+		for_each_key(keys, begin, end, threadIdx.x / 32, warps,
+					 [&](K key, size_t i, bool valid) {
+						 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
+						 bool		keep = valid && bin <= cut;
+						 uint32_t	slot = warp_merged_add<true>(bins, bin, keep);
+
+						 if (keep)
+						 {
+							 out_keys[slot] = key;
+							 if (out_index != nullptr)
+								 out_index[slot] = (uint32_t) i;
+						 }
+					 });
+		__syncthreads();
+	}
+}
+
 /* ------------------------------------------------------------------------
  * Host side
  * ------------------------------------------------------------------------ */
@@ -343,6 +401,13 @@ resolve_tuning(const ApproxTuning *tuning, uint32_t intervals)
 		t.lanes = 1;
 	if (t.cursor_stride < 1)
 		t.cursor_stride = 1;
+	if (t.scatter == APPROX_SCATTER_CHUNKS)
+	{
+		t.lanes = 1;
+		t.cursor_stride = 1;
+		if (t.chunk_keys < 1)
+			t.chunk_keys = (int) APPROX_DEFAULT_CHUNK;
+	}
 	if (intervals > APPROX_SMEM_BINS)
 	{
 		/* only the cursor method without lanes works without shared counters
@@ -509,7 +574,23 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	}
 
 	/* 6. scatter */
-	if (status == GPU_OK && block_offsets)
+	if (status == GPU_OK && t.scatter == APPROX_SCATTER_CHUNKS)
+	{
+		size_t		chunk = (size_t) t.chunk_keys;
+		size_t		chunks = (n + chunk - 1) / chunk;
+		size_t		blocks = (size_t) APPROX_BLOCKS_PER_SM * device_properties().multiProcessorCount;
+
+		if (chunks < blocks)
+			blocks = chunks;
+		status = set_shared_limit(job, (const void *) scatter_chunks_kernel<K>, smem_bins);
+		if (status == GPU_OK)
+		{
+			scatter_chunks_kernel<K><<<(unsigned) blocks, APPROX_THREADS, smem_bins, job.stream()>>>(
+				keys, n, chunk, result, intervals, offsets, out_keys, out_index);
+			status = job.launched("approximate sort: scatter");
+		}
+	}
+	else if (status == GPU_OK && block_offsets)
 	{
 		size_t		blocks = offset_blocks(n, t);
 		size_t		chunk = (n + blocks - 1) / blocks;

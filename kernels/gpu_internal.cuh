@@ -141,7 +141,10 @@ struct ApproxResult
 enum ApproxScatter
 {
 	APPROX_SCATTER_CURSORS = 0,	/* global cursors per interval (and lane) */
-	APPROX_SCATTER_BLOCK_OFFSETS	/* per-block offsets, no global atomics */
+	APPROX_SCATTER_BLOCK_OFFSETS,	/* per-block offsets, no global atomics */
+	APPROX_SCATTER_CHUNKS		/* global cursors, claimed once per interval
+								 * per chunk of keys (shared-memory atomics
+								 * within the chunk) */
 };
 
 /* How the scatter claims output slots (benchmark tuning; NULL = default). */
@@ -155,6 +158,7 @@ struct ApproxTuning
 	int			cursor_stride;	/* uint32 slots per cursor (spreads cursors
 								 * over more cache lines) */
 	int			offset_blocks;	/* block offsets: blocks (0 = two per SM) */
+	int			chunk_keys;		/* chunks: keys per chunk (0 = default) */
 };
 
 size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,

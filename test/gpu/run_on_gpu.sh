@@ -2,7 +2,7 @@
 # The GPU test runner, for a machine with an NVIDIA GPU (run from the
 # repository root there):
 #
-#   test/gpu/run_on_gpu.sh OUTDIR [tests|bench|all]      (default: tests)
+#   test/gpu/run_on_gpu.sh OUTDIR [tests,kernels,sql | all]   (default: tests)
 #
 # Builds gpusort with the kernels, installs it into a throwaway PostgreSQL,
 # and runs, each logged under OUTDIR:
@@ -11,14 +11,20 @@
 #      random inputs up to 2^26 elements;
 #   3. the pg_regress suite with gpusort.device = gpu (so every sort in it
 #      runs on the GPU or fails);
-#   4. with bench or all: the SQL benchmark (bench/sql_bench.sh, sizes in
-#      GPUSORT_BENCH_ROWS, default 1000000 10000000) and the approximate
-#      sort's quality benchmark (bench/approx_quality).
+#   4. kernels: the kernel benchmark against CUB (bench/bench_kernels, up
+#      to 2^26) and its plots (bench/plot.py);
+#   5. sql: the approximate sort's quality (bench/approx_quality), the
+#      GPU/CPU crossover (bench/crossover) and the SQL benchmark
+#      (bench/sql_bench.sh, sizes in GPUSORT_BENCH_ROWS, default 1000000
+#      10000000).
+# With GPUSORT_PACK=1 everything but summary.txt ends up in OUTDIR/run.tar.gz
+# (the workplace's device tool brings back at most 8 files).
 # On the workplace's GPU machine, PostgreSQL comes from .device-carry (see
 # ../shared/device/README.md); elsewhere set PG_CONFIG/PGHOST/... yourself.
 set -uo pipefail
-out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [tests|bench|all]}
+out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [tests|kernels|sql|all]}
 what=${2:-tests}
+want() { [ "$what" = all ] || [[ ",$what," == *",$1,"* ]]; }
 mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
 if [ -f .device-carry/pg-on-gpu.sh ]; then
@@ -46,7 +52,7 @@ else
 fi
 chmod -R a+rwX .
 
-if [ "$what" != bench ]; then
+if want tests; then
 step "unit tests (CPU, then GPU)"
 make test/unit/test_engine PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
 test/unit/test_engine > "$out/unit_cpu.log" 2>&1; tail -n 3 "$out/unit_cpu.log"
@@ -69,11 +75,24 @@ record "regress (device=gpu)" "$(grep -E 'tests (passed|failed)' "$out/regress.l
 
 fi
 
-if [ "$what" != tests ]; then
+if want kernels; then
+  step "kernel benchmark against CUB"
+  make bench/bench_kernels PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+  bench/bench_kernels --csv "$out/kernels.csv" --max-log 26 > "$out/kernels.log" 2>&1
+  tail -n 45 "$out/kernels.log"
+  mkdir -p "$out/plots"
+  python3 bench/plot.py "$out/kernels.csv" "$out/plots" > "$out/plot.log" 2>&1 || tail -n 5 "$out/plot.log"
+fi
+
+if want sql; then
   step "approximate sort: quality and speed"
   make bench/approx_quality PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
   bench/approx_quality "$out/approx_quality.csv" 24 > "$out/approx_quality.log" 2>&1
   grep -E "^(device|dist|[a-z]+ +16777216)" "$out/approx_quality.log"
+  step "GPU against CPU, host to host, by size"
+  make bench/crossover PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+  bench/crossover "$out/crossover.csv" > "$out/crossover.log" 2>&1
+  cat "$out/crossover.log"
   step "SQL benchmark"
   if [ -n "$run_as" ]; then chown -R "$run_as" "$out"; fi
   bench/sql_bench.sh "$out" ${GPUSORT_BENCH_ROWS:-1000000 10000000} > "$out/sql_bench.log" 2>&1
@@ -81,4 +100,8 @@ if [ "$what" != tests ]; then
 fi
 
 step "summary"
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+if [ "${GPUSORT_PACK:-0}" = 1 ]; then
+  (cd "$out" && tar czf run.tar.gz --exclude run.tar.gz --exclude summary.txt . &&
+   find . -mindepth 1 ! -name run.tar.gz ! -name summary.txt -delete)
+fi

@@ -1,0 +1,108 @@
+/*
+ * crossover.c — from which size the GPU beats the CPU, host to host.
+ *
+ *   bench/crossover [OUT.csv]
+ *
+ * Sorts the same 32-bit (key, row) pairs through the engine on the CPU (LSD
+ * radix, what gpusort.device = cpu runs) and on the GPU (CUB radix, with the
+ * transfers, pinned buffers as GpuSort uses), n = 2^8 .. 2^24, median of 7
+ * runs each. The smallest n where the GPU wins is what
+ * gpusort.gpu_min_elements should be near.
+ */
+#include "../engine/gpusort_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+compare_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median_sort_ms(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
+			   gs_device device)
+{
+	double		times[7];
+
+	for (int r = 0; r < 7; r++)
+	{
+		gs_sort_request request;
+		gs_sort_report report;
+		double		start;
+
+		memcpy(keys, input, n * sizeof(uint32_t));
+		gs_sort_request_init(&request);
+		request.n = n;
+		request.key_bytes = 4;
+		request.key_bits = 32;
+		request.keys = keys;
+		request.row_index = index;
+		request.algorithm = GS_ALGO_RADIX;
+		request.device = device;
+		start = now_ms();
+		if (gs_sort(&request, &report) != GS_OK)
+		{
+			fprintf(stderr, "sort failed on %s: %s\n", gs_device_name(device), report.gpu_message);
+			exit(1);
+		}
+		times[r] = now_ms() - start;
+	}
+	qsort(times, 7, sizeof(double), compare_double);
+	return times[3];
+}
+
+int
+main(int argc, char **argv)
+{
+	FILE	   *csv = fopen(argc > 1 ? argv[1] : "crossover.csv", "w");
+	gs_gpu_info gpu;
+	uint64_t	state = 88172645463325252ULL;
+	size_t		max_n = (size_t) 1 << 24;
+	uint32_t   *input = malloc(max_n * 4);
+	bool		pinned_keys,
+				pinned_index;
+	uint32_t   *keys = gs_host_buffer_alloc(max_n * 4, true, &pinned_keys);
+	uint32_t   *index = gs_host_buffer_alloc(max_n * 4, true, &pinned_index);
+
+	gs_gpu_info_get(&gpu);
+	if (!gpu.usable || csv == NULL || input == NULL || keys == NULL || index == NULL)
+	{
+		fprintf(stderr, "needs a usable GPU (%s) and memory\n", gpu.reason);
+		return 1;
+	}
+	for (size_t i = 0; i < max_n; i++)
+	{
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		input[i] = (uint32_t) state;
+	}
+	fprintf(csv, "n,cpu_ms,gpu_ms\n");
+	printf("%10s %10s %10s  faster\n", "n", "cpu_ms", "gpu_ms");
+	for (size_t n = 256; n <= max_n; n *= 2)
+	{
+		double		cpu = median_sort_ms(input, keys, index, n, GS_DEVICE_CPU);
+		double		gpu_ms = median_sort_ms(input, keys, index, n, GS_DEVICE_GPU);
+
+		fprintf(csv, "%zu,%.4f,%.4f\n", n, cpu, gpu_ms);
+		printf("%10zu %10.4f %10.4f  %s\n", n, cpu, gpu_ms, gpu_ms < cpu ? "GPU" : "CPU");
+	}
+	fclose(csv);
+	return 0;
+}
