@@ -54,8 +54,12 @@ static const uint32_t NO_INTERVAL = 0xffffffffu;
  * each on its own 128-byte line (15% faster than packed cursors at 2^24;
  * more lanes were slower).
  */
-static const ApproxTuning default_tuning = {APPROX_SCATTER_CHUNKS, 1, 1, 0, 0};
-static const size_t APPROX_DEFAULT_CHUNK = 65536;
+static const ApproxTuning default_tuning = {APPROX_SCATTER_CURSORS, 1, 32, 0, 0};
+/* keys alone (no row index) of 32 bits: chunks of 16384 keys measured 15%
+ * faster than the cursors at 2^24; larger chunks and wider elements were
+ * slower (bench/README.md) */
+static const ApproxTuning default_narrow_keys_tuning = {APPROX_SCATTER_CHUNKS, 1, 1, 0, 16384};
+static const size_t APPROX_DEFAULT_CHUNK = 16384;
 static const int APPROX_BLOCKS_PER_SM = 2;
 
 /* ------------------------------------------------------------------------
@@ -393,9 +397,11 @@ scatter_chunks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult 
 
 /* The tuning that will actually run. */
 static ApproxTuning
-resolve_tuning(const ApproxTuning *tuning, uint32_t intervals)
+resolve_tuning(const ApproxTuning *tuning, uint32_t intervals, unsigned key_bytes,
+			   bool with_index)
 {
-	ApproxTuning t = tuning ? *tuning : default_tuning;
+	ApproxTuning t = tuning ? *tuning :
+		(key_bytes == 4 && !with_index) ? default_narrow_keys_tuning : default_tuning;
 
 	if (t.lanes < 1)
 		t.lanes = 1;
@@ -470,7 +476,8 @@ scan_counts(void *temp, size_t &temp_bytes, const uint32_t *counts, uint32_t *of
 size_t
 approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const ApproxTuning *tuning)
 {
-	ApproxTuning t = resolve_tuning(tuning, intervals);
+	/* with the default, whichever of its two shapes needs more */
+	ApproxTuning t = resolve_tuning(tuning, intervals, key_bytes, true);
 	size_t		entries = scanned_entries(n, intervals, t);
 	size_t		scan_bytes = 0;
 
@@ -647,7 +654,7 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 		return job.check(cudaMemsetAsync(result, 0, sizeof(*result), job.stream()),
 						 "cudaMemsetAsync");
 
-	ApproxTuning t = resolve_tuning(tuning, intervals);
+	ApproxTuning t = resolve_tuning(tuning, intervals, key_bytes, out_index != nullptr);
 
 	if (key_bytes == 4)
 		return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,

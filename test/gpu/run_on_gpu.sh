@@ -102,6 +102,7 @@ fi
 step "summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 if [ "${GPUSORT_PACK:-0}" = 1 ]; then
-  (cd "$out" && tar czf run.tar.gz --exclude run.tar.gz --exclude summary.txt . &&
-   find . -mindepth 1 ! -name run.tar.gz ! -name summary.txt -delete)
+  tar czf /tmp/gpusort-run.tar.gz -C "$out" --exclude summary.txt . &&
+    find "$out" -mindepth 1 ! -name summary.txt -delete &&
+    mv /tmp/gpusort-run.tar.gz "$out/run.tar.gz"
 fi
