@@ -50,4 +50,11 @@ SET statement_timeout = '50ms';
 SELECT array_length(gpu_sort(a, 'bitonic'), 1) FROM long_input, generate_series(1, 1000);
 RESET statement_timeout;
 SELECT gpu_sort(ARRAY[3, 1, 2]) AS still_working;
+-- and so does a cancelled ORDER BY
+SET gpusort.min_rows = 0;
+SET statement_timeout = '100ms';
+SELECT count(*) FROM (SELECT g FROM generate_series(1, 50000000) g ORDER BY g DESC) s;
+RESET statement_timeout;
+SELECT array_agg(g) AS still_sorting FROM (SELECT g FROM generate_series(1, 5) g ORDER BY g DESC) s;
+RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;

@@ -430,6 +430,7 @@ gather_and_sort(GpuSortState *state)
 
 		if (TupIsNull(slot))
 			break;
+		CHECK_FOR_INTERRUPTS();
 		state->rows_read++;
 		if (state->handed_over)
 		{
