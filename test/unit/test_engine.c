@@ -649,6 +649,37 @@ test_devices_and_errors(void)
 			  report.ran_on == GS_DEVICE_CPU && !report.fell_back,
 			  "device=auto without a GPU sorts quietly on the CPU");
 	}
+	else
+	{
+		/* a usable GPU that cannot take the sort (here: over the memory cap)
+		 * makes AUTO sort on the CPU, saying so; GPU fails instead */
+		size_t		n = 100000;
+		uint32_t   *big = malloc(n * 4);
+		uint32_t   *input = malloc(n * 4);
+		uint32_t   *index = malloc(n * 4);
+
+		fill_keys(input, 4, n, DIST_RANDOM);
+		memcpy(big, input, n * 4);
+		gs_sort_request_init(&request);
+		request.n = n;
+		request.key_bytes = 4;
+		request.key_bits = 32;
+		request.keys = big;
+		request.row_index = index;
+		request.gpu_memory_limit = 4096;
+		CHECK(gs_sort(&request, &report) == GS_OK && report.fell_back &&
+			  report.ran_on == GS_DEVICE_CPU && report.gpu_status == GS_ERR_GPU_OUT_OF_MEMORY,
+			  "auto falls back to the CPU when the GPU cannot sort (%s)", report.gpu_message);
+		CHECK(gs_check_sorted(big, 4, index, n) && gs_check_row_permutation(input, big, index, 4, n),
+			  "and the fallback's result is right");
+		memcpy(big, input, n * 4);
+		request.device = GS_DEVICE_GPU;
+		CHECK(gs_sort(&request, &report) == GS_ERR_GPU_OUT_OF_MEMORY,
+			  "device=gpu reports the GPU's failure instead");
+		free(big);
+		free(input);
+		free(index);
+	}
 	gs_sort_request_init(&request);
 	request.n = 4;
 	request.key_bytes = 3;
