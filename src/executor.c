@@ -342,6 +342,7 @@ prune_rows(GpuSortState *state)
 	bool	   *old_nulls[GS_MAX_KEY_COLUMNS];
 	uint32_t   *order;
 
+	state->peak_memory = Max(state->peak_memory, state->memory_used);
 	/* the candidates are chosen exactly, whatever the final order */
 	sort_rows(state, keep, GS_ALGO_AUTO);
 	order = state->order;
