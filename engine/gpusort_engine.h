@@ -266,11 +266,7 @@ typedef struct gs_key_layout
 extern gs_status gs_key_layout_build(gs_key_layout *layout,
 									 const gs_key_column *columns, int ncolumns);
 
-/* Word `word` of one row's key, given each column's encoded value and null
- * flag. Words compare most significant first (word 0 decides first). */
-extern uint64_t gs_key_layout_pack(const gs_key_layout *layout, unsigned word,
-								   const uint64_t *column_keys,
-								   const bool *column_nulls);
+/* gs_sort_rows() packs the words (word 0 decides first); see row_sort.c. */
 
 /*
  * Sorts n rows by `layout`, given each column's encoded values

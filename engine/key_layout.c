@@ -92,33 +92,3 @@ gs_key_layout_build(gs_key_layout *layout, const gs_key_column *columns,
 	}
 	return GS_OK;
 }
-
-uint64_t
-gs_key_layout_pack(const gs_key_layout *layout, unsigned word,
-				   const uint64_t *column_keys, const bool *column_nulls)
-{
-	uint64_t	packed = 0;
-
-	for (int f = 0; f < layout->nfields; f++)
-	{
-		const gs_key_field *field = &layout->fields[f];
-		const gs_key_column *column;
-		bool		is_null;
-		uint64_t	value;
-
-		if (field->word != word)
-			continue;
-		column = &layout->columns[field->column];
-		is_null = column_nulls != NULL && column_nulls[field->column];
-		if (field->is_null_flag)
-			value = column->nulls_first ? !is_null : is_null;
-		else if (is_null)
-			value = 0;
-		else if (column->descending)
-			value = column->max_key - column_keys[field->column];
-		else
-			value = column_keys[field->column] - column->min_key;
-		packed |= value << field->shift;
-	}
-	return packed;
-}

@@ -15,9 +15,11 @@
 #include <string.h>
 
 /*
- * Packs word `word` of rows[0..n) (or of rows 0..n-1 when rows is NULL):
- * what gs_key_layout_pack() computes for one row, done field by field over
- * all rows so the inner loops stay branch-free.
+ * Packs word `word` of rows[0..n) (or of rows 0..n-1 when rows is NULL),
+ * field by field over all rows so the inner loops stay branch-free. A NULL
+ * flag field is 1 where the row sorts after the non-NULLs; a value field is
+ * the value relative to the column's minimum (maximum minus the value for
+ * DESC), 0 for a NULL.
  */
 static void
 pack_word(const gs_key_layout *layout, unsigned word,

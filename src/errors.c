@@ -50,8 +50,8 @@ gpusort_request_init(gs_sort_request *request)
 	request->poll = cancel_pending;
 }
 
-void
-gpusort_warn_if_fell_back(const gs_sort_report *report)
+static void
+warn_if_fell_back(const gs_sort_report *report)
 {
 	if (report->fell_back)
 		ereport(WARNING,
@@ -69,7 +69,7 @@ gpusort_check_status(gs_status status, const gs_sort_report *report)
 	switch (status)
 	{
 		case GS_OK:
-			gpusort_warn_if_fell_back(report);
+			warn_if_fell_back(report);
 			return;
 		case GS_ERR_INTERRUPTED:
 			CHECK_FOR_INTERRUPTS();

@@ -320,7 +320,6 @@ sort_rows(GpuSortState *state, size_t limit, gs_algorithm algorithm)
 	gpusort_check_status(status, &report);
 
 	state->sort_ms += INSTR_TIME_GET_MILLISEC(duration);
-	state->sorts++;
 	state->report = report;
 	state->layout_words = layout.nwords;
 	if (algorithm == GS_ALGO_APPROX)

@@ -27,7 +27,6 @@ extern bool gpusort_explain_details;
 /* ---- errors.c: engine requests, statuses and interruption ---- */
 extern void gpusort_request_init(gs_sort_request *request);
 extern void gpusort_check_status(gs_status status, const gs_sort_report *report);
-extern void gpusort_warn_if_fell_back(const gs_sort_report *report);
 
 /* ---- types.c: SQL types usable as sort keys ---- */
 typedef struct GpuSortType

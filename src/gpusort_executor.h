@@ -56,7 +56,6 @@ typedef struct GpuSortState
 	unsigned	layout_words;
 	int64		rows_read;
 	size_t		rows_sorted;
-	int			sorts;
 	int			pruned;
 	Size		peak_memory;
 	double		gather_ms;

@@ -194,12 +194,15 @@ gpu_expected(void)
 	return gpu.usable;
 }
 
+/* Every input row is read and encoded, also under a bound (it only saves
+ * copying rows that cannot make it), so the cost is linear in input rows. */
 static void
-cost_gpusort(CustomPath *path, Path *input, double rows, bool on_gpu)
+cost_gpusort(CustomPath *path, Path *input, bool on_gpu)
 {
+	double		rows = input->rows;
 	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
 
-	path->path.rows = input->rows;
+	path->path.rows = rows;
 	path->path.startup_cost = input->total_cost + rows * per_row +
 		(on_gpu ? GPU_STARTUP_COST : 0.0);
 	path->path.total_cost = path->path.startup_cost + rows * cpu_operator_cost;
@@ -287,8 +290,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	path->custom_paths = list_make1(input);
 	path->custom_private = list_make2(gpusort_plan_info_to_list(&info), key_exprs);
 	path->methods = &gpusort_path_methods;
-	cost_gpusort(path, input,
-				 info.bound > 0 ? input->rows : input->rows, gpu_expected());
+	cost_gpusort(path, input, gpu_expected());
 
 	/* the query's final target may hold columns computed after the sort
 	 * (volatile or set-returning ones): then a projection goes on top */
