@@ -99,11 +99,11 @@ ENGINE_LINK = $(CUDA_OBJS) $(CUDA_LIBS)
 else
 ENGINE_LINK = kernels/gpu_stub.c
 endif
-bench/approx_quality: bench/approx_quality.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
+bench/approx_quality: bench/approx_quality.c bench/timing.h $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
 	$(CC) $(UNIT_CFLAGS) -o $@ bench/approx_quality.c $(ENGINE_SRCS) $(ENGINE_LINK) -lm
 
 # from which size the GPU beats the CPU (needs a GPU)
-bench/crossover: bench/crossover.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
+bench/crossover: bench/crossover.c bench/timing.h $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
 	$(CC) $(UNIT_CFLAGS) -o $@ bench/crossover.c $(ENGINE_SRCS) $(ENGINE_LINK) -lm
 
 # ---- GPU-only programs (need nvcc; run them on a machine with a GPU) ----

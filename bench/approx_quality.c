@@ -15,12 +15,12 @@
  * One CSV row per case; a table last.
  */
 #include "../engine/gpusort_engine.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
 
@@ -49,15 +49,6 @@ fill(uint32_t *keys, size_t n, const char *dist)
 			v = uniform01();
 		keys[i] = (uint32_t) (v * 4294967295.0);
 	}
-}
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* Inversions of a[0..n) counted by merge sort (a is reordered). */
@@ -96,15 +87,6 @@ count_inversions(uint32_t *a, uint32_t *tmp, size_t n)
 	return inversions;
 }
 
-static int
-compare_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double
 timed_sort(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
 		   gs_algorithm algorithm, uint32_t intervals, gs_sort_report *report)
@@ -133,8 +115,7 @@ timed_sort(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
 		}
 		times[r] = now_ms() - start;
 	}
-	qsort(times, 5, sizeof(double), compare_double);
-	return times[2];
+	return median_ms(times, 5);
 }
 
 int

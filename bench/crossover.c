@@ -10,29 +10,11 @@
  * gpusort.gpu_min_elements should be near.
  */
 #include "../engine/gpusort_engine.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-compare_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 static double
 median_sort_ms(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
@@ -63,8 +45,7 @@ median_sort_ms(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
 		}
 		times[r] = now_ms() - start;
 	}
-	qsort(times, 7, sizeof(double), compare_double);
-	return times[3];
+	return median_ms(times, 7);
 }
 
 int
