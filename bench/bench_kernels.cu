@@ -5,8 +5,12 @@
  *
  *   bench/bench_kernels --csv results.csv [--max-log 28] [--min-log 16]
  *                       [--runs 5] [--no-tuning] [--no-transfers]
- *   bench/bench_kernels --profile      (one network and one approximate sort
- *                                       at 2^24, to run under ncu)
+ *   bench/bench_kernels --profile      (one network and two approximate sorts,
+ *                                       10000 and 100 intervals, at 2^24, to
+ *                                       run under ncu or nsys)
+ *   bench/bench_kernels --csv F --approx [--min-log 24 --max-log 26]
+ *                                      (the approximate sort and its variants
+ *                                       against CUB's radix sort only)
  *
  * For each size 2^min-log .. 2^max-log (stopping where device memory runs
  * out), key type (32/64-bit keys, keys only or key + row index) and
@@ -480,7 +484,7 @@ bench_exact(Job &job, gpu_algorithm algorithm, const Inputs &in, const KeyType &
 
 static bool
 bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *tuning,
-			 const char *impl, Row base)
+			 const char *impl, Row base, uint32_t intervals = 10000)
 {
 	const size_t n = in.n;
 	void	   *keys = nullptr,
@@ -503,7 +507,7 @@ bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *t
 			CUDA_OK(cudaMemcpyAsync(keys, in.sets[run % 3], n * t.key_bytes,
 									cudaMemcpyDeviceToDevice, stream));
 		}, [&]() {
-			GPU_OK(approx_sort_device(job, keys, t.key_bytes, n, 10000, 0, out, index, result,
+			GPU_OK(approx_sort_device(job, keys, t.key_bytes, n, intervals, 0, out, index, result,
 									  tuning));
 		});
 		r.gkeys = n / r.ms / 1e6;
@@ -552,6 +556,93 @@ bench_all(Job &job, size_t n, const KeyType &t, int dist)
 	return ok;
 }
 
+/*
+ * The approximate sort's ways of claiming output slots ("tune:" rows), and
+ * the default at other interval counts ("intervals=K" rows).
+ */
+static void
+bench_approx_variants(Job &job, const Inputs &in, const KeyType &t, const Row &base)
+{
+	static const ApproxTuning approx_variants[] = {
+		{APPROX_SCATTER_CURSORS, 0}, {APPROX_SCATTER_PARTITION, 256},
+		{APPROX_SCATTER_PARTITION, 2048},
+	};
+	static const uint32_t interval_counts[] = {100, 256, 1000, 2048, 100000, 1000000};
+
+	for (const ApproxTuning &a : approx_variants)
+	{
+		char		name[64];
+
+		if (a.scatter == APPROX_SCATTER_PARTITION)
+			snprintf(name, sizeof(name), "tune:partition/single-pass-max%d", a.single_pass_max);
+		else
+			snprintf(name, sizeof(name), "tune:cursors");
+		bench_approx(job, in, t, &a, name, base);
+	}
+	for (uint32_t k : {1000u, 2048u})
+	{
+		const ApproxTuning one_pass = {APPROX_SCATTER_PARTITION, 2048};
+		char		name[64];
+
+		snprintf(name, sizeof(name), "tune:partition/one-pass/intervals=%u", k);
+		bench_approx(job, in, t, &one_pass, name, base, k);
+	}
+	for (uint32_t k : interval_counts)
+	{
+		char		name[64];
+
+		snprintf(name, sizeof(name), "intervals=%u", k);
+		bench_approx(job, in, t, nullptr, name, base, k);
+	}
+}
+
+/*
+ * --approx: the approximate sort (default and variants) against CUB's
+ * radix sort of the same keys and pairs, n = 2^min-log .. 2^max-log, uniform
+ * keys; prints approx/CUB per size and key type.
+ */
+static const Row *find(const char *kind, const char *algorithm, const char *impl, size_t n,
+					  const char *dist);
+
+static void
+bench_approx_only(Job &job, int min_log, int max_log)
+{
+	for (int log = min_log; log <= max_log; log++)
+		for (const KeyType &t : key_types)
+		{
+			Inputs		in;
+			Row			base;
+			const size_t n = (size_t) 1 << log;
+
+			if (!make_inputs(in, n, t, UNIFORM))
+				return;
+			base.kind = t.name;
+			base.distribution = "uniform";
+			base.n = n;
+			base.key_bytes = t.key_bytes;
+			base.key_bits = t.key_bits;
+			base.index = t.index;
+			base.ms = base.gkeys = base.gbytes = 0;
+			base.passes = 0;
+			bench_approx(job, in, t, nullptr, "default", base);
+			bench_approx_variants(job, in, t, base);
+			if (t.key_bytes == 4)
+				cub_direct<uint32_t>(job, in, t, "uniform", base);
+			else
+				cub_direct<uint64_t>(job, in, t, "uniform", base);
+			free_inputs(in);
+
+			const Row  *a = find(t.name, "approx", "default", n, "uniform");
+			const Row  *c = find(t.name, "cub-radix", "direct", n, "uniform");
+
+			if (a && c)
+				printf("2^%d %-12s approx %.2f ms (%.2f Gkeys/s), cub radix %.2f ms: "
+					   "approx is %.2fx CUB\n", log, t.name, a->ms, a->gkeys, c->ms,
+					   c->ms / a->ms);
+			fflush(stdout);
+		}
+}
+
 /* Every workable (tile, wide) shape pair at one size: picks the defaults. */
 static void
 bench_tuning(Job &job, size_t n)
@@ -596,30 +687,7 @@ bench_tuning(Job &job, size_t n)
 					bench_network(job, GPU_ALGO_BITONIC, in, t, &tuning, name, base);
 				}
 
-		/* the approximate sort's ways of claiming output slots */
-		static const ApproxTuning approx_variants[] = {
-			{APPROX_SCATTER_CURSORS, 1, 1, 0}, {APPROX_SCATTER_CURSORS, 1, 8, 0},
-			{APPROX_SCATTER_CURSORS, 1, 32, 0}, {APPROX_SCATTER_CURSORS, 4, 32, 0},
-			{APPROX_SCATTER_CURSORS, 16, 32, 0}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 16},
-			{APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 32}, {APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 64},
-			{APPROX_SCATTER_BLOCK_OFFSETS, 1, 1, 0},
-			{APPROX_SCATTER_CHUNKS, 1, 1, 0, 16384}, {APPROX_SCATTER_CHUNKS, 1, 1, 0, 32768},
-			{APPROX_SCATTER_CHUNKS, 1, 1, 0, 65536}, {APPROX_SCATTER_CHUNKS, 1, 1, 0, 131072},
-			{APPROX_SCATTER_CHUNKS, 1, 1, 0, 262144},
-		};
-		for (const ApproxTuning &a : approx_variants)
-		{
-			char		name[64];
-
-			if (a.scatter == APPROX_SCATTER_BLOCK_OFFSETS)
-				snprintf(name, sizeof(name), "tune:block-offsets/blocks%d", a.offset_blocks);
-			else if (a.scatter == APPROX_SCATTER_CHUNKS)
-				snprintf(name, sizeof(name), "tune:chunks/keys%d", a.chunk_keys);
-			else
-				snprintf(name, sizeof(name), "tune:cursors/lanes%d/stride%d", a.lanes,
-						 a.cursor_stride);
-			bench_approx(job, in, t, &a, name, base);
-		}
+		bench_approx_variants(job, in, t, base);
 		free_inputs(in);
 	}
 }
@@ -817,7 +885,9 @@ profile_once(Job &job)
 	CUDA_OK(cudaMalloc(&result, sizeof(ApproxResult)));
 	GPU_OK(pack_elements(job, ELEMENT_U64, in.sets[0], 4, n, elements));
 	GPU_OK(network_sort_device(job, GPU_ALGO_BITONIC, ELEMENT_U64, elements, n, nullptr));
-	GPU_OK(approx_sort_device(job, in.sets[1], 4, n, 10000, 0, out, index, result, nullptr));
+	for (uint32_t intervals : {10000u, 100u})
+		GPU_OK(approx_sort_device(job, in.sets[1], 4, n, intervals, 0, out, index, result,
+								  nullptr));
 	CUDA_OK(cudaStreamSynchronize(stream));
 	printf("profiled: %d network passes\n", network_pass_count(GPU_ALGO_BITONIC, ELEMENT_U64, n, nullptr));
 }
@@ -830,7 +900,8 @@ main(int argc, char **argv)
 				max_log = 28;
 	bool		tuning = true,
 				transfers = true,
-				profile = false;
+				profile = false,
+				approx_only = false;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -848,6 +919,8 @@ main(int argc, char **argv)
 			transfers = false;
 		else if (!strcmp(argv[i], "--profile"))
 			profile = true;
+		else if (!strcmp(argv[i], "--approx"))
+			approx_only = true;
 		else
 		{
 			fprintf(stderr, "usage: %s --csv FILE [--min-log 16] [--max-log 28] [--runs 5] "
@@ -891,6 +964,14 @@ main(int argc, char **argv)
 		   p.name, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0,
 		   p.sharedMemPerBlockOptin / 1024, min_log, max_log, runs);
 	fflush(stdout);
+
+	if (approx_only)
+	{
+		bench_approx_only(job, min_log, max_log);
+		GPU_OK(job.finish());
+		fclose(csv);
+		return 0;
+	}
 
 	const size_t summary_n = (size_t) 1 << std::min(24, max_log);
 

@@ -13,11 +13,17 @@
 # travel to the client. Writes OUTDIR/sql_bench.csv (one row per run) and
 # OUTDIR/sql_plans.txt (the GpuSort plans with their EXPLAIN ANALYZE
 # details), and prints the medians and ratios last.
+#
+#   SHAPES="order_by_k order_by_int8"   only these query shapes (default: all)
+#   WORK_MEM=16GB                       the session's work_mem (default 4GB;
+#                                       50M rows need more to sort in memory)
 set -uo pipefail
 out=${1:?usage: bench/sql_bench.sh OUTDIR [ROWS ...]}
 shift
 sizes=${*:-1000000 10000000}
 repeat=${REPEAT:-3}
+work_mem=${WORK_MEM:-4GB}
+only_shapes=${SHAPES:-}
 mkdir -p "$out"
 csv="$out/sql_bench.csv"
 plans="$out/sql_plans.txt"
@@ -49,10 +55,11 @@ SQL
 
   while IFS='|' read -r shape query settings; do
     [ -z "$shape" ] && continue
+    if [ -n "$only_shapes" ] && [[ " $only_shapes " != *" $shape "* ]]; then continue; fi
     for mode in off on; do
       for run in $(seq 1 "$repeat"); do
         result=$(psql_q <<SQL
-SET work_mem = '4GB';
+SET work_mem = '$work_mem';
 LOAD 'gpusort';
 SET gpusort.enabled = $mode;
 $settings
@@ -68,7 +75,7 @@ SQL
     # (not counted: per-node timing slows every node down)
     { echo "### $rows rows, $shape: $query ($settings)"
       psql_q <<SQL
-SET work_mem = '4GB';
+SET work_mem = '$work_mem';
 LOAD 'gpusort';
 $settings
 EXPLAIN (ANALYZE) $query;

@@ -7,8 +7,8 @@
  *
  *   1. min/max: the min-max butterfly (gpu_minmax.cu), left on the device;
  *   2. the interval map: kernels/interval_map.h, the same integer formula as
- *      the CPU, bit for bit (each block builds it from min/max; CUDA
- *      compiles its unsigned __int128 division for the device);
+ *      the CPU, bit for bit; made once on the device from min/max (its
+ *      128-bit division is slow there) and read by every block;
  *   3. counts: per-block shared-memory histograms (consecutive lanes of a
  *      warp that hit the same interval are merged first, so sorted or
  *      clustered inputs do not serialise on one counter), then added to the
@@ -18,28 +18,20 @@
  *   5. with a limit: the cut interval, the first whose end reaches the
  *      limit, found on the device by binary search; only intervals up to it
  *      are written, and valid_outputs is its end;
- *   6. scatter. Two ways, chosen by the caller (the benchmark compares them):
- *      "cursors": global cursors per interval, claimed with warp-merged
- *      atomics; each interval's slice fills front to back, so the partially
- *      written 32-byte sectors at any moment are few and stay in L2. The
- *      slice can be split into `lanes` parts, each with its own cursor and
- *      filled by its own blocks (counted apart), so fewer atomics meet on
- *      one address; cursors can be spaced out over more cache lines;
- *      "block offsets": the counting blocks keep their histograms apart
- *      (interval-major, so one scan gives every block its own offset in
- *      every interval) and each block re-reads its chunk and places its keys
- *      with shared-memory atomics only: no global atomics, but each slice is
- *      written by all blocks at once;
- *      "chunks" (the default where the intervals fit in shared memory): a
- *      block counts a chunk of keys in shared memory, claims each interval's
- *      share of the chunk with one global atomic, then re-reads the chunk
- *      (from L2) and places each key with a shared-memory atomic. Global
- *      atomics fall from one per key to one per interval per chunk, and each
- *      claim is a short contiguous run, so the writes still combine in L2.
+ *   6. scatter, one of two ways:
+ *      "partition" (the default): tiles of keys ranked by interval in
+ *      shared memory and written in runs, in one pass up to 1024 intervals
+ *      and two beyond (by groups of intervals, then by interval); one
+ *      global atomic per digit per tile; see the kernel's comment;
+ *      "cursors" (the paper's scatter; used beyond PARTITION_MAX_INTERVALS
+ *      and measured beside the partition in the benchmark): a global cursor
+ *      per interval, claimed with warp-merged atomics, one per key.
+ *      Either way, within an interval the order is whatever the atomics
+ *      made.
  */
 #include "gpu_internal.cuh"
-#include "interval_map.h"
 
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
 namespace gs_gpu {
@@ -49,33 +41,19 @@ static const int APPROX_UNROLL = 8;		/* keys per thread in flight */
 static const uint32_t APPROX_SMEM_BINS = 24576;	/* 96 KiB of shared counters */
 static const uint32_t NO_INTERVAL = 0xffffffffu;
 
-/*
- * Defaults, from the benchmark (bench/README.md): one cursor per interval,
- * each on its own 128-byte line (15% faster than packed cursors at 2^24;
- * more lanes were slower).
- */
-static const ApproxTuning default_tuning = {APPROX_SCATTER_CURSORS, 1, 32, 0, 0};
-/* keys alone (no row index) of 32 bits: chunks of 16384 keys measured 15%
- * faster than the cursors at 2^24; larger chunks and wider elements were
- * slower (bench/README.md) */
-static const ApproxTuning default_narrow_keys_tuning = {APPROX_SCATTER_CHUNKS, 1, 1, 0, 16384};
-static const size_t APPROX_DEFAULT_CHUNK = 16384;
+/* Default: the partition (bench/README.md compares the methods). */
+static const ApproxTuning default_tuning = {APPROX_SCATTER_PARTITION, 0};
 static const int APPROX_BLOCKS_PER_SM = 2;
 
 /* ------------------------------------------------------------------------
  * Device helpers
  * ------------------------------------------------------------------------ */
 
-/* The interval map, built once per block from the min/max on the device. */
-__device__ __forceinline__ gs_interval_map
-block_interval_map(const ApproxResult *result, uint32_t intervals)
+/* The interval map: made once, by interval_map_kernel, after the min/max. */
+__global__ void
+interval_map_kernel(ApproxResult *result, uint32_t intervals)
 {
-	__shared__ gs_interval_map shared_map;
-
-	if (threadIdx.x == 0)
-		shared_map = gs_interval_map_make(result->min_key, result->max_key, intervals);
-	__syncthreads();
-	return shared_map;
+	result->map = gs_interval_map_make(result->min_key, result->max_key, intervals);
 }
 
 /*
@@ -156,19 +134,15 @@ warp_merged_add(uint32_t *counters, uint32_t bin, bool active)
  * Kernels: counting
  * ------------------------------------------------------------------------ */
 
-/*
- * Shared-memory histogram per block, added at the end to the global counts
- * of the block's lane: counts[bin * lanes + blockIdx % lanes].
- */
+/* Shared-memory histogram per block, added at the end to the global counts. */
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 count_smem_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-				  uint32_t lanes, uint32_t *counts)
+				  uint32_t *counts)
 {
 	extern __shared__ uint32_t histogram[];
-	const gs_interval_map map = block_interval_map(result, intervals);
+	const gs_interval_map map = result->map;
 	const size_t warps = APPROX_THREADS / 32;
-	const uint32_t lane_of_block = blockIdx.x % lanes;
 
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		histogram[b] = 0;
@@ -182,70 +156,36 @@ count_smem_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t 
 	__syncthreads();
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		if (histogram[b] != 0)
-			atomicAdd(&counts[(size_t) b * lanes + lane_of_block], histogram[b]);
+			atomicAdd(&counts[b], histogram[b]);
 }
 
 /* Too many intervals for shared memory: warp-merged global atomics. */
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
-count_global_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-					uint32_t lanes, uint32_t *counts)
+count_global_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t *counts)
 {
-	const gs_interval_map map = block_interval_map(result, intervals);
+	const gs_interval_map map = result->map;
 	const size_t warps = APPROX_THREADS / 32;
-	const uint32_t lane_of_block = blockIdx.x % lanes;
 
 	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
 				 [&](K key, size_t, bool valid) {
 					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
 
-					 warp_merged_add<false>(counts, bin * lanes + lane_of_block, valid);
+					 warp_merged_add<false>(counts, bin, valid);
 				 });
-}
-
-/*
- * Per-block histograms of consecutive chunks, stored interval-major
- * (matrix[bin * blocks + block]) so that one exclusive scan gives each
- * block its offset within each interval. matrix[intervals * blocks] = 0
- * makes the scan's last entry the total.
- */
-template <class K>
-__global__ void __launch_bounds__(APPROX_THREADS)
-count_blocks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult *result,
-					uint32_t intervals, uint32_t *matrix)
-{
-	extern __shared__ uint32_t histogram[];
-	const gs_interval_map map = block_interval_map(result, intervals);
-	const size_t begin = blockIdx.x * chunk;
-	const size_t end = begin + chunk < n ? begin + chunk : n;
-
-	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
-		histogram[b] = 0;
-	__syncthreads();
-	for_each_key(keys, begin, end, threadIdx.x / 32, APPROX_THREADS / 32,
-				 [&](K key, size_t, bool valid) {
-					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
-
-					 warp_merged_add<false>(histogram, bin, valid);
-				 });
-	__syncthreads();
-	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
-		matrix[(size_t) b * gridDim.x + blockIdx.x] = histogram[b];
-	if (blockIdx.x == 0 && threadIdx.x == 0)
-		matrix[(size_t) intervals * gridDim.x] = 0;
 }
 
 /* ------------------------------------------------------------------------
- * Kernels: the cut, the cursors
+ * Kernels: the cut
  * ------------------------------------------------------------------------ */
 
 /*
- * end(b) = offsets[(b + 1) * stride]: where interval b's outputs end. The
+ * end(b) = offsets[b + 1]: where interval b's outputs end. The
  * cut is the first interval whose end reaches the limit (the last interval
  * without one), exactly the CPU's binary search.
  */
 __global__ void
-cut_kernel(const uint32_t *offsets, size_t stride, uint32_t intervals, size_t n,
+cut_kernel(const uint32_t *offsets, uint32_t intervals, size_t n,
 		   size_t limit, ApproxResult *result)
 {
 	uint32_t	cut = intervals - 1;
@@ -259,7 +199,7 @@ cut_kernel(const uint32_t *offsets, size_t stride, uint32_t intervals, size_t n,
 		{
 			uint32_t	mid = low + (high - low) / 2;
 
-			if (offsets[(size_t) (mid + 1) * stride] >= limit)
+			if (offsets[mid + 1] >= limit)
 				high = mid;
 			else
 				low = mid + 1;
@@ -267,16 +207,7 @@ cut_kernel(const uint32_t *offsets, size_t stride, uint32_t intervals, size_t n,
 		cut = low;
 	}
 	result->cut = cut;
-	result->valid_outputs = offsets[(size_t) (cut + 1) * stride];
-}
-
-/* cursors[i * stride] = offsets[i]: spaced-out cursors */
-__global__ void
-spread_cursors_kernel(const uint32_t *offsets, size_t count, uint32_t stride, uint32_t *cursors)
-{
-	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < count;
-		 i += (size_t) gridDim.x * blockDim.x)
-		cursors[i * stride] = offsets[i];
+	result->valid_outputs = offsets[cut + 1];
 }
 
 /* ------------------------------------------------------------------------
@@ -285,47 +216,14 @@ spread_cursors_kernel(const uint32_t *offsets, size_t count, uint32_t stride, ui
 
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
-scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-					   uint32_t lanes, uint32_t stride, uint32_t *cursors, K *out_keys,
-					   uint32_t *out_index)
+scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t *cursors,
+					   K *out_keys, uint32_t *out_index)
 {
-	const gs_interval_map map = block_interval_map(result, intervals);
+	const gs_interval_map map = result->map;
 	const uint32_t cut = (uint32_t) result->cut;
 	const size_t warps = APPROX_THREADS / 32;
-	const uint32_t lane_of_block = blockIdx.x % lanes;
 
 	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
-				 [&](K key, size_t i, bool valid) {
-					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
-					 bool		keep = valid && bin <= cut;
-					 uint32_t	slot = warp_merged_add<true>(
-						 cursors, (bin * lanes + lane_of_block) * stride, keep);
-
-					 if (keep)
-					 {
-						 out_keys[slot] = key;
-						 if (out_index != nullptr)
-							 out_index[slot] = (uint32_t) i;
-					 }
-				 });
-}
-
-template <class K>
-__global__ void __launch_bounds__(APPROX_THREADS)
-scatter_blocks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult *result,
-					  uint32_t intervals, const uint32_t *offsets, K *out_keys,
-					  uint32_t *out_index)
-{
-	extern __shared__ uint32_t cursors[];
-	const gs_interval_map map = block_interval_map(result, intervals);
-	const uint32_t cut = (uint32_t) result->cut;
-	const size_t begin = blockIdx.x * chunk;
-	const size_t end = begin + chunk < n ? begin + chunk : n;
-
-	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
-		cursors[b] = offsets[(size_t) b * gridDim.x + blockIdx.x];
-	__syncthreads();
-	for_each_key(keys, begin, end, threadIdx.x / 32, APPROX_THREADS / 32,
 				 [&](K key, size_t i, bool valid) {
 					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
 					 bool		keep = valid && bin <= cut;
@@ -340,55 +238,176 @@ scatter_blocks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult 
 				 });
 }
 
-/*
- * Chunks: per chunk of keys, count (shared atomics), claim each interval's
- * run of output slots (one global atomic per interval present), then place
- * the keys (shared atomics on the claimed bases). Blocks loop over chunks.
- */
-template <class K>
-__global__ void __launch_bounds__(APPROX_THREADS)
-scatter_chunks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult *result,
-					  uint32_t intervals, uint32_t *cursors, K *out_keys, uint32_t *out_index)
+/* ------------------------------------------------------------------------
+ * Kernels: partition (tiles ranked in shared memory, written in runs)
+ *
+ * A block takes a tile of keys, gives each key a digit, ranks the keys by
+ * digit in shared memory (warp-merged shared atomics), claims each digit's
+ * run of output slots with one global atomic, reorders the tile in shared
+ * memory and writes it out: consecutive threads write consecutive slots of
+ * a run. With at most PARTITION_BINS digits per tile, a run averages tile /
+ * digits keys; so for many intervals, two passes: the first by coarse
+ * group (interval >> shift, at most ~256 groups) into a temporary array,
+ * the second, over that array, by interval relative to the tile's first
+ * group (a tile spans one or two groups, unless they are small; keys
+ * beyond the tile's PARTITION_BINS claim their slot one by one).
+ * ------------------------------------------------------------------------ */
+
+/* Block shape: 512 threads x 8 keys = 4096-key tiles (16 keys per thread
+ * or 256-thread blocks measured slower). */
+static const int PARTITION_THREADS = 512;
+static const int PARTITION_ITEMS = 8;
+static const size_t PARTITION_TILE = (size_t) PARTITION_THREADS * PARTITION_ITEMS;
+static const uint32_t PARTITION_BINS = 2048;	/* digits a tile can rank */
+static const uint32_t PARTITION_COARSE_GROUPS = 256;	/* first pass: ~this many digits */
+static const uint32_t PARTITION_MAX_GROUP = PARTITION_BINS / 2;	/* intervals per group */
+static const uint32_t PARTITION_MAX_INTERVALS = PARTITION_BINS * PARTITION_MAX_GROUP;
+static const uint32_t PARTITION_SINGLE_PASS_MAX = 1024;	/* one pass measured faster at 1000
+														 * intervals, slower at 2048 */
+static const uint32_t NO_DIGIT = 0xffffffffu;
+static_assert(PARTITION_BINS <= 0xffff && PARTITION_TILE <= 0x10000, "digit and rank share 32 bits");
+
+template <class K, bool WITH_INDEX>
+static size_t
+partition_smem_bytes(size_t tile)
 {
-	extern __shared__ uint32_t bins[];
-	const gs_interval_map map = block_interval_map(result, intervals);
+	return 2 * PARTITION_BINS * sizeof(uint32_t) +
+		tile * (sizeof(K) + (WITH_INDEX ? sizeof(uint32_t) : 0) + sizeof(uint16_t));
+}
+
+/*
+ * FROM_INPUT: reads the original keys (row index = position), digit =
+ * interval >> shift, cursors indexed by digit. Otherwise: reads the first
+ * pass's output (valid_outputs keys and their index), digit = interval -
+ * the tile's first group's first interval, cursors indexed by interval.
+ * Keys of intervals beyond the cut are dropped.
+ */
+template <class K, bool FROM_INPUT, bool WITH_INDEX, int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS)
+partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
+				 const ApproxResult *result, uint32_t intervals, uint32_t shift,
+				 uint32_t *cursors, K *out_keys, uint32_t *out_index)
+{
+	typedef cub::BlockScan<uint32_t, THREADS> BlockScan;
+	const int	BINS_PER_THREAD = PARTITION_BINS / THREADS;
+	__shared__ typename BlockScan::TempStorage scan_storage;
+	__shared__ uint32_t tile_first_interval;
+	extern __shared__ __align__(16) unsigned char partition_smem[];
+	uint32_t   *local_count = (uint32_t *) partition_smem;	/* then: local starts */
+	uint32_t   *local_to_global = local_count + PARTITION_BINS;
+	K		   *tile_keys = (K *) (local_to_global + PARTITION_BINS);
+	uint32_t   *tile_index = (uint32_t *) (tile_keys + THREADS * ITEMS);
+	uint16_t   *tile_digit = (uint16_t *) (tile_index + (WITH_INDEX ? THREADS * ITEMS : 0));
+
+	const gs_interval_map map = result->map;
 	const uint32_t cut = (uint32_t) result->cut;
-	const uint32_t claimed = cut + 1 < intervals ? cut + 1 : intervals;
-	const size_t warps = APPROX_THREADS / 32;
+	/* n < 2^32 (the C entry point checks): 32-bit positions */
+	const uint32_t count = (uint32_t) (FROM_INPUT ? n : result->valid_outputs);
+	const uint32_t tile_begin = blockIdx.x * THREADS * ITEMS;
+	K			key[ITEMS];
+	uint32_t	index[ITEMS];
+	uint32_t	digit_rank[ITEMS];	/* digit << 16 | rank in the tile's digit */
 
-	for (size_t begin = blockIdx.x * chunk; begin < n; begin += (size_t) gridDim.x * chunk)
+	if (tile_begin >= count)
+		return;					/* the whole block: past the valid outputs */
+
+	/* loads first: their latency overlaps the setup below */
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
 	{
-		const size_t end = begin + chunk < n ? begin + chunk : n;
+		uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
 
-		for (uint32_t b = threadIdx.x; b < claimed; b += APPROX_THREADS)
-			bins[b] = 0;
-		__syncthreads();
-		for_each_key(keys, begin, end, threadIdx.x / 32, warps,
-					 [&](K key, size_t, bool valid) {
-						 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
-
-						 warp_merged_add<false>(bins, bin, valid && bin <= cut);
-					 });
-		__syncthreads();
-		for (uint32_t b = threadIdx.x; b < claimed; b += APPROX_THREADS)
-			if (bins[b] != 0)
-				bins[b] = atomicAdd(&cursors[b], bins[b]);
-		__syncthreads();
-		for_each_key(keys, begin, end, threadIdx.x / 32, warps,
-					 [&](K key, size_t i, bool valid) {
-						 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
-						 bool		keep = valid && bin <= cut;
-						 uint32_t	slot = warp_merged_add<true>(bins, bin, keep);
-
-						 if (keep)
-						 {
-							 out_keys[slot] = key;
-							 if (out_index != nullptr)
-								 out_index[slot] = (uint32_t) i;
-						 }
-					 });
-		__syncthreads();
+		key[u] = i < count ? in_keys[i] : (K) 0;
+		if (WITH_INDEX)
+			index[u] = FROM_INPUT ? i : (i < count ? in_index[i] : 0);
 	}
+	if (!FROM_INPUT && threadIdx.x == 0)
+		tile_first_interval = (gs_approx_interval(&map, key[0]) >> shift) << shift;
+	for (uint32_t b = threadIdx.x; b < PARTITION_BINS; b += THREADS)
+		local_count[b] = 0;
+	__syncthreads();
+
+	const uint32_t first_interval = FROM_INPUT ? 0 : tile_first_interval;
+
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
+	{
+		uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
+		bool		valid = i < count;
+		uint32_t	bin = valid ? gs_approx_interval(&map, key[u]) : 0;
+		bool		keep = valid && bin <= cut;
+		uint32_t	d = FROM_INPUT ? bin >> shift : bin - first_interval;
+		bool		local = keep && d < PARTITION_BINS;
+
+		if (!FROM_INPUT && keep && !local)
+		{
+			/* a tile spanning many small groups: this key goes on its own */
+			uint32_t	slot = atomicAdd(&cursors[bin], 1u);
+
+			out_keys[slot] = key[u];
+			if (WITH_INDEX)
+				out_index[slot] = index[u];
+		}
+		/* a run of lanes with the same digit: one shared atomic */
+		uint32_t	rank = warp_merged_add<true>(local_count, local ? d : 0, local);
+
+		digit_rank[u] = local ? d << 16 | rank : NO_DIGIT;
+	}
+	__syncthreads();
+
+	/* local starts by exclusive scan; each digit's run claimed globally */
+	uint32_t	counts[BINS_PER_THREAD];
+	uint32_t	starts[BINS_PER_THREAD];
+	uint32_t	total;
+
+#pragma unroll
+	for (int j = 0; j < BINS_PER_THREAD; j++)
+		counts[j] = local_count[threadIdx.x * BINS_PER_THREAD + j];
+	BlockScan(scan_storage).ExclusiveSum(counts, starts, total);
+#pragma unroll
+	for (int j = 0; j < BINS_PER_THREAD; j++)
+	{
+		uint32_t	b = threadIdx.x * BINS_PER_THREAD + j;
+
+		if (counts[j] != 0)
+			local_to_global[b] = atomicAdd(&cursors[first_interval + b], counts[j]) - starts[j];
+		local_count[b] = starts[j];
+	}
+	__syncthreads();
+
+	/* reorder the tile in shared memory */
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++)
+		if (digit_rank[u] != NO_DIGIT)
+		{
+			uint32_t	d = digit_rank[u] >> 16;
+			uint32_t	position = local_count[d] + (digit_rank[u] & 0xffffu);
+
+			tile_keys[position] = key[u];
+			if (WITH_INDEX)
+				tile_index[position] = index[u];
+			tile_digit[position] = (uint16_t) d;
+		}
+	__syncthreads();
+
+	/* write the runs: consecutive threads, consecutive slots */
+	for (uint32_t j = threadIdx.x; j < total; j += THREADS)
+	{
+		uint32_t	slot = local_to_global[tile_digit[j]] + j;
+
+		out_keys[slot] = tile_keys[j];
+		if (WITH_INDEX)
+			out_index[slot] = tile_index[j];
+	}
+}
+
+/* first pass's cursors: the start of each coarse group */
+__global__ void
+group_cursors_kernel(const uint32_t *offsets, uint32_t groups, uint32_t shift, uint32_t *cursors)
+{
+	for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups;
+		 g += gridDim.x * blockDim.x)
+		cursors[g] = offsets[(size_t) g << shift];
 }
 
 /* ------------------------------------------------------------------------
@@ -397,36 +416,20 @@ scatter_chunks_kernel(const K *keys, size_t n, size_t chunk, const ApproxResult 
 
 /* The tuning that will actually run. */
 static ApproxTuning
-resolve_tuning(const ApproxTuning *tuning, uint32_t intervals, unsigned key_bytes,
-			   bool with_index)
+resolve_tuning(const ApproxTuning *tuning, uint32_t intervals)
 {
-	ApproxTuning t = tuning ? *tuning :
-		(key_bytes == 4 && !with_index) ? default_narrow_keys_tuning : default_tuning;
+	ApproxTuning t = tuning ? *tuning : default_tuning;
 
-	if (t.lanes < 1)
-		t.lanes = 1;
-	if (t.cursor_stride < 1)
-		t.cursor_stride = 1;
-	if (t.scatter == APPROX_SCATTER_CHUNKS)
-	{
-		t.lanes = 1;
-		t.cursor_stride = 1;
-		if (t.chunk_keys < 1)
-			t.chunk_keys = (int) APPROX_DEFAULT_CHUNK;
-	}
-	if (intervals > APPROX_SMEM_BINS)
-	{
-		/* only the cursor method without lanes works without shared counters
-		 * (and lanes would multiply a large count array) */
+	if (t.single_pass_max < 1)
+		t.single_pass_max = (int) PARTITION_SINGLE_PASS_MAX;
+	if ((uint32_t) t.single_pass_max > PARTITION_BINS)
+		t.single_pass_max = (int) PARTITION_BINS;
+	if (intervals > PARTITION_MAX_INTERVALS)
 		t.scatter = APPROX_SCATTER_CURSORS;
-		t.lanes = 1;
-		t.cursor_stride = 1;
-	}
 	return t;
 }
 
-/* Blocks of the counting and cursor-scatter kernels: the same grid for
- * both, since a block's lane is its number modulo the lanes. */
+/* Blocks of the counting and cursor-scatter kernels. */
 static unsigned
 approx_grid(size_t n)
 {
@@ -434,36 +437,28 @@ approx_grid(size_t n)
 					APPROX_BLOCKS_PER_SM * device_properties().multiProcessorCount);
 }
 
-/* Blocks of the block-offsets method: a couple per SM (or as tuned), each
- * >= 8192 keys. */
-static size_t
-offset_blocks(size_t n, const ApproxTuning &t)
+/*
+ * The partition's first-pass shift: 0 = one pass (each interval its own
+ * digit); otherwise groups of 2^shift intervals, about
+ * PARTITION_COARSE_GROUPS of them, each at most PARTITION_MAX_GROUP.
+ */
+static uint32_t
+partition_shift(uint32_t intervals, const ApproxTuning &t)
 {
-	size_t		blocks = t.offset_blocks > 0 ? (size_t) t.offset_blocks :
-		(size_t) 2 * device_properties().multiProcessorCount;
-	size_t		by_size = n / 8192;
+	uint32_t	shift = 0;
 
-	if (by_size < blocks)
-		blocks = by_size;
-	return blocks < 1 ? 1 : blocks;
+	if (intervals <= (uint32_t) t.single_pass_max)
+		return 0;
+	while (((intervals - 1) >> shift) + 1 > PARTITION_COARSE_GROUPS &&
+		   (1u << shift) < PARTITION_MAX_GROUP)
+		shift++;
+	return shift;
 }
 
-/* Entries of the count array that get scanned. */
-static size_t
-scanned_entries(size_t n, uint32_t intervals, const ApproxTuning &t)
+static uint32_t
+partition_groups(uint32_t intervals, uint32_t shift)
 {
-	if (t.scatter == APPROX_SCATTER_BLOCK_OFFSETS)
-		return (size_t) intervals * offset_blocks(n, t) + 1;
-	return (size_t) intervals * t.lanes + 1;
-}
-
-static size_t
-cursor_entries(size_t n, uint32_t intervals, const ApproxTuning &t)
-{
-	if (t.scatter != APPROX_SCATTER_CURSORS || t.cursor_stride == 1)
-		return 0;				/* the scanned offsets serve as cursors */
-	(void) n;
-	return (size_t) intervals * t.lanes * t.cursor_stride;
+	return ((intervals - 1) >> shift) + 1;
 }
 
 static cudaError_t
@@ -476,26 +471,95 @@ scan_counts(void *temp, size_t &temp_bytes, const uint32_t *counts, uint32_t *of
 size_t
 approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const ApproxTuning *tuning)
 {
-	/* with the default, whichever of its two shapes needs more */
-	ApproxTuning t = resolve_tuning(tuning, intervals, key_bytes, true);
-	size_t		entries = scanned_entries(n, intervals, t);
+	ApproxTuning t = resolve_tuning(tuning, intervals);
+	size_t		entries = (size_t) intervals + 1;
 	size_t		scan_bytes = 0;
+	size_t		partition_bytes = 0;
 
 	if (scan_counts(nullptr, scan_bytes, nullptr, nullptr, entries, work_stream()) != cudaSuccess)
 	{
 		cudaGetLastError();
 		scan_bytes = entries * sizeof(uint32_t);	/* a generous guess */
 	}
-	return minmax_temp_bytes(n, key_bytes) +
-		(2 * entries + cursor_entries(n, intervals, t)) * sizeof(uint32_t) + scan_bytes + 1024;
+	if (t.scatter == APPROX_SCATTER_PARTITION && partition_shift(intervals, t) > 0)
+		partition_bytes = n * (key_bytes + sizeof(uint32_t)) +
+			partition_groups(intervals, partition_shift(intervals, t)) * sizeof(uint32_t) + 1024;
+	return minmax_temp_bytes(n, key_bytes) + 2 * entries * sizeof(uint32_t) + scan_bytes +
+		partition_bytes + 1024;
 }
 
 static gpu_status
 set_shared_limit(Job &job, const void *kernel, size_t bytes)
 {
-	return job.check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-										  (int) bytes),
-					 "cudaFuncSetAttribute(approximate sort)");
+	gpu_status	status = job.check(cudaFuncSetAttribute(kernel,
+															cudaFuncAttributeMaxDynamicSharedMemorySize,
+															(int) bytes),
+								   "cudaFuncSetAttribute(approximate sort)");
+
+	/* as much shared memory as the SM has: more blocks fit */
+	if (status == GPU_OK)
+		status = job.check(cudaFuncSetAttribute(kernel,
+												cudaFuncAttributePreferredSharedMemoryCarveout,
+												(int) cudaSharedmemCarveoutMaxShared),
+						   "cudaFuncSetAttribute(approximate sort carveout)");
+	return status;
+}
+
+/* The partition: one or two passes (offsets serve as the interval cursors). */
+template <class K, bool WITH_INDEX>
+static gpu_status
+partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, ApproxResult *result,
+				 uint32_t *offsets, K *out_keys, uint32_t *out_index, const ApproxTuning &t)
+{
+	const uint32_t shift = partition_shift(intervals, t);
+	const uint32_t groups = partition_groups(intervals, shift);
+	const size_t tile = PARTITION_TILE;
+	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(tile);
+	const unsigned blocks = (unsigned) ((n + tile - 1) / tile);
+	K		   *group_keys = nullptr;
+	uint32_t   *group_index = nullptr;
+	uint32_t   *group_cursors = nullptr;
+	gpu_status	status;
+
+	status = set_shared_limit(job, (const void *) partition_kernel<K, true, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS>, smem);
+	if (status == GPU_OK && shift == 0)
+	{
+		partition_kernel<K, true, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS><<<blocks, PARTITION_THREADS, smem, job.stream()>>>(
+			keys, nullptr, n, result, intervals, 0, offsets, out_keys, out_index);
+		return job.launched("approximate sort: partition");
+	}
+	if (status == GPU_OK)
+		status = set_shared_limit(job, (const void *) partition_kernel<K, false, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS>, smem);
+	if (status == GPU_OK)
+		status = job.allocate_array(&group_keys, n, "approximate sort: grouped keys");
+	if (status == GPU_OK && WITH_INDEX)
+		status = job.allocate_array(&group_index, n, "approximate sort: grouped row index");
+	if (status == GPU_OK)
+		status = job.allocate_array(&group_cursors, groups, "approximate sort: group cursors");
+	if (status == GPU_OK)
+	{
+		group_cursors_kernel<<<grid_for(groups, 256), 256, 0, job.stream()>>>(offsets, groups, shift,
+																				group_cursors);
+		status = job.launched("approximate sort: group cursors");
+	}
+	if (status == GPU_OK)
+	{
+		partition_kernel<K, true, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS><<<blocks, PARTITION_THREADS, smem, job.stream()>>>(
+			keys, nullptr, n, result, intervals, shift, group_cursors, group_keys, group_index);
+		status = job.launched("approximate sort: partition by group");
+	}
+	if (status == GPU_OK)
+		status = job.progress(n);
+	if (status == GPU_OK)
+	{
+		partition_kernel<K, false, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS><<<blocks, PARTITION_THREADS, smem, job.stream()>>>(
+			group_keys, group_index, n, result, intervals, shift, offsets, out_keys, out_index);
+		status = job.launched("approximate sort: partition by interval");
+	}
+	job.release(group_cursors);
+	job.release(group_index);
+	job.release(group_keys);
+	return status;
 }
 
 template <class K>
@@ -503,20 +567,18 @@ static gpu_status
 approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit, K *out_keys,
 			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t)
 {
-	const size_t entries = scanned_entries(n, intervals, t);
+	const size_t entries = (size_t) intervals + 1;	/* the last: the total */
 	const size_t smem_bins = (size_t) intervals * sizeof(uint32_t);
-	const bool	block_offsets = t.scatter == APPROX_SCATTER_BLOCK_OFFSETS;
-	const uint32_t lanes = (uint32_t) t.lanes;
-	const uint32_t stride = (uint32_t) t.cursor_stride;
 	uint32_t   *counts = nullptr;
 	uint32_t   *offsets = nullptr;
-	uint32_t   *cursors = nullptr;
 	void	   *scan_temp = nullptr;
 	size_t		scan_bytes = 0;
 	gpu_status	status;
 
-	/* 1. min and max land in result->min_key, result->max_key */
+	/* 1-2. min and max land in result->min_key, result->max_key; the map */
 	GS_TRY(minmax_device(job, keys, sizeof(K), n, &result->min_key));
+	interval_map_kernel<<<1, 1, 0, job.stream()>>>(result, intervals);
+	GS_TRY(job.launched("approximate sort: interval map"));
 
 	GS_TRY(job.allocate_array(&counts, entries, "interval counts"));
 	status = job.allocate_array(&offsets, entries, "interval offsets");
@@ -526,40 +588,25 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK)
 		status = job.allocate(&scan_temp, scan_bytes, "scan temporary storage");
 
-	/* 2-3. counts */
-	if (status == GPU_OK && block_offsets)
+	/* 3. counts */
+	if (status == GPU_OK)
+		status = job.check(cudaMemsetAsync(counts, 0, entries * sizeof(uint32_t), job.stream()),
+						   "cudaMemsetAsync");
+	if (status == GPU_OK && intervals <= APPROX_SMEM_BINS)
 	{
-		size_t		blocks = offset_blocks(n, t);
-		size_t		chunk = (n + blocks - 1) / blocks;
-
-		status = set_shared_limit(job, (const void *) count_blocks_kernel<K>, smem_bins);
+		status = set_shared_limit(job, (const void *) count_smem_kernel<K>, smem_bins);
 		if (status == GPU_OK)
 		{
-			count_blocks_kernel<K><<<(unsigned) blocks, APPROX_THREADS, smem_bins, job.stream()>>>(
-				keys, n, chunk, result, intervals, counts);
+			count_smem_kernel<K><<<approx_grid(n), APPROX_THREADS, smem_bins, job.stream()>>>(
+				keys, n, result, intervals, counts);
 			status = job.launched("approximate sort: count");
 		}
 	}
 	else if (status == GPU_OK)
 	{
-		status = job.check(cudaMemsetAsync(counts, 0, entries * sizeof(uint32_t), job.stream()),
-						   "cudaMemsetAsync");
-		if (status == GPU_OK && intervals <= APPROX_SMEM_BINS)
-		{
-			status = set_shared_limit(job, (const void *) count_smem_kernel<K>, smem_bins);
-			if (status == GPU_OK)
-			{
-				count_smem_kernel<K><<<approx_grid(n), APPROX_THREADS, smem_bins, job.stream()>>>(
-					keys, n, result, intervals, lanes, counts);
-				status = job.launched("approximate sort: count");
-			}
-		}
-		else if (status == GPU_OK)
-		{
-			count_global_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
-				keys, n, result, intervals, lanes, counts);
-			status = job.launched("approximate sort: count");
-		}
+		count_global_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
+			keys, n, result, counts);
+		status = job.launched("approximate sort: count");
 	}
 	if (status == GPU_OK)
 		status = job.progress(n);
@@ -574,65 +621,22 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	/* 5. the cut (and valid_outputs) */
 	if (status == GPU_OK)
 	{
-		size_t		end_stride = block_offsets ? offset_blocks(n, t) : lanes;
-
-		cut_kernel<<<1, 1, 0, job.stream()>>>(offsets, end_stride, intervals, n, limit, result);
+		cut_kernel<<<1, 1, 0, job.stream()>>>(offsets, intervals, n, limit, result);
 		status = job.launched("approximate sort: cut");
 	}
 
-	/* 6. scatter */
-	if (status == GPU_OK && t.scatter == APPROX_SCATTER_CHUNKS)
-	{
-		size_t		chunk = (size_t) t.chunk_keys;
-		size_t		chunks = (n + chunk - 1) / chunk;
-		size_t		blocks = (size_t) APPROX_BLOCKS_PER_SM * device_properties().multiProcessorCount;
-
-		if (chunks < blocks)
-			blocks = chunks;
-		status = set_shared_limit(job, (const void *) scatter_chunks_kernel<K>, smem_bins);
-		if (status == GPU_OK)
-		{
-			scatter_chunks_kernel<K><<<(unsigned) blocks, APPROX_THREADS, smem_bins, job.stream()>>>(
-				keys, n, chunk, result, intervals, offsets, out_keys, out_index);
-			status = job.launched("approximate sort: scatter");
-		}
-	}
-	else if (status == GPU_OK && block_offsets)
-	{
-		size_t		blocks = offset_blocks(n, t);
-		size_t		chunk = (n + blocks - 1) / blocks;
-
-		status = set_shared_limit(job, (const void *) scatter_blocks_kernel<K>, smem_bins);
-		if (status == GPU_OK)
-		{
-			scatter_blocks_kernel<K><<<(unsigned) blocks, APPROX_THREADS, smem_bins, job.stream()>>>(
-				keys, n, chunk, result, intervals, offsets, out_keys, out_index);
-			status = job.launched("approximate sort: scatter");
-		}
-	}
+	/* 6. scatter; the offsets serve as the intervals' cursors */
+	if (status == GPU_OK && t.scatter == APPROX_SCATTER_PARTITION)
+		status = out_index != nullptr ?
+			partition_passes<K, true>(job, keys, n, intervals, result, offsets, out_keys,
+									  out_index, t) :
+			partition_passes<K, false>(job, keys, n, intervals, result, offsets, out_keys,
+									   out_index, t);
 	else if (status == GPU_OK)
 	{
-		size_t		count = (size_t) intervals * lanes;
-
-		cursors = offsets;
-		if (stride > 1)
-		{
-			status = job.allocate_array(&cursors, count * stride, "interval cursors");
-			if (status == GPU_OK)
-			{
-				spread_cursors_kernel<<<grid_for(count, 256), 256, 0, job.stream()>>>(
-					offsets, count, stride, cursors);
-				status = job.launched("approximate sort: cursors");
-			}
-		}
-		if (status == GPU_OK)
-		{
-			scatter_cursors_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
-				keys, n, result, intervals, lanes, stride, cursors, out_keys, out_index);
-			status = job.launched("approximate sort: scatter");
-		}
-		if (cursors != offsets)
-			job.release(cursors);
+		scatter_cursors_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
+			keys, n, result, offsets, out_keys, out_index);
+		status = job.launched("approximate sort: scatter");
 	}
 	job.release(offsets);
 	if (status != GPU_OK)
@@ -654,7 +658,7 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 		return job.check(cudaMemsetAsync(result, 0, sizeof(*result), job.stream()),
 						 "cudaMemsetAsync");
 
-	ApproxTuning t = resolve_tuning(tuning, intervals, key_bytes, out_index != nullptr);
+	ApproxTuning t = resolve_tuning(tuning, intervals);
 
 	if (key_bytes == 4)
 		return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,

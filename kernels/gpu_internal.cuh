@@ -10,6 +10,7 @@
 #define GPUSORT_GPU_INTERNAL_CUH
 
 #include "gpu_common.cuh"
+#include "interval_map.h"
 
 namespace gs_gpu {
 
@@ -136,29 +137,23 @@ struct ApproxResult
 	uint64_t	max_key;
 	uint64_t	valid_outputs;
 	uint64_t	cut;			/* last interval written */
+	gs_interval_map map;		/* made once from min and max, read by every
+								 * block of the counting and scattering */
 };
 
 enum ApproxScatter
 {
-	APPROX_SCATTER_CURSORS = 0,	/* global cursors per interval (and lane) */
-	APPROX_SCATTER_BLOCK_OFFSETS,	/* per-block offsets, no global atomics */
-	APPROX_SCATTER_CHUNKS		/* global cursors, claimed once per interval
-								 * per chunk of keys (shared-memory atomics
-								 * within the chunk) */
+	APPROX_SCATTER_PARTITION = 0,	/* tiles ranked in shared memory and
+									 * written in runs (the default) */
+	APPROX_SCATTER_CURSORS		/* the paper's: one global atomic per key */
 };
 
 /* How the scatter claims output slots (benchmark tuning; NULL = default). */
 struct ApproxTuning
 {
 	ApproxScatter scatter;
-	int			lanes;			/* cursors per interval: each interval's slice
-								 * is split in `lanes` parts, filled by
-								 * different runs of keys (fewer atomics on
-								 * one address) */
-	int			cursor_stride;	/* uint32 slots per cursor (spreads cursors
-								 * over more cache lines) */
-	int			offset_blocks;	/* block offsets: blocks (0 = two per SM) */
-	int			chunk_keys;		/* chunks: keys per chunk (0 = default) */
+	int			single_pass_max;	/* partition: up to this many intervals in
+									 * one pass (0 = default) */
 };
 
 size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,

@@ -28,6 +28,8 @@ typedef struct gs_interval_map
 	uint64_t	range;			/* max_key - min_key */
 	uint32_t	intervals;
 	bool		narrow;			/* intervals > range: 64-bit arithmetic is exact */
+	bool		range32;		/* range < 2^32: the estimate and its check fit
+								 * in 64 bits (all 32-bit keys) */
 	uint64_t	scale;			/* floor(2^64 * intervals / (range + 1)) */
 } gs_interval_map;
 
@@ -40,6 +42,7 @@ gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
 	map.range = max_key - min_key;
 	map.intervals = intervals;
 	map.narrow = intervals > map.range;
+	map.range32 = map.range <= 0xffffffffu;
 	map.scale = 0;
 	if (!map.narrow)
 		map.scale = (uint64_t) ((((unsigned __int128) intervals) << 64) /
@@ -56,6 +59,24 @@ gs_approx_interval(const gs_interval_map *map, uint64_t key)
 
 	if (map->narrow)
 		return (uint32_t) ((offset * map->intervals) / (map->range + 1));
+	if (map->range32)
+	{
+		/*
+		 * offset < 2^32: floor(offset * scale / 2^64) from two 32x32-bit
+		 * products (adding the low product's high half before the last
+		 * shift loses nothing: its dropped bits are below 2^32), and the
+		 * check in 64 bits, since offset * intervals and estimate * (range
+		 * + 1) are both below 2^64. The same value as below, cheaper.
+		 */
+		uint64_t	low = (offset & 0xffffffffu) * (map->scale & 0xffffffffu);
+		uint64_t	high = (offset & 0xffffffffu) * (map->scale >> 32);
+		uint64_t	divisor32 = map->range + 1;
+
+		estimate = (high + (low >> 32)) >> 32;
+		if (offset * map->intervals - estimate * divisor32 >= divisor32)
+			estimate++;
+		return (uint32_t) estimate;
+	}
 	estimate = (uint64_t) (((unsigned __int128) offset * map->scale) >> 64);
 	divisor = (unsigned __int128) map->range + 1;
 	if ((unsigned __int128) offset * map->intervals -

@@ -481,7 +481,10 @@ random_key_bits(unsigned key_bytes)
 	return r < 3 ? 64 : r < 5 ? 32 : r < 6 ? 33 : 1 + (unsigned) (next_random() % 64);
 }
 
-static const uint32_t interval_choices[] = {1, 10, 10000, 1 << 20};
+/* around the GPU partition's shapes: one pass up to 256 intervals, two
+ * passes beyond, the per-key cursors beyond 2^21 */
+static const uint32_t interval_choices[] = {1, 10, 256, 257, 2048, 10000, 65537, 1 << 20,
+	(1 << 21) + 1};
 
 static void
 random_case(sort_case *c, gs_algorithm algorithm, size_t n)
@@ -495,7 +498,8 @@ random_case(sort_case *c, gs_algorithm algorithm, size_t n)
 	c->dist = (int) (next_random() % DIST_COUNT);
 	if (algorithm == GS_ALGO_APPROX)
 	{
-		c->intervals = interval_choices[next_random() % 4];
+		c->intervals = interval_choices[next_random() %
+										(sizeof(interval_choices) / sizeof(interval_choices[0]))];
 		c->limit = next_random() % 2 ? 0 : (size_t) (next_random() % (n + 2));
 		if (c->key_bits == 0)
 			c->key_bits = c->key_bytes * 8;

@@ -13,6 +13,8 @@
 #      runs on the GPU or fails);
 #   4. kernels: the kernel benchmark against CUB (bench/bench_kernels, up
 #      to 2^26) and its plots (bench/plot.py);
+#   approx (not in all): the approximate sort and its variants against
+#      CUB's radix sort, 2^24..2^26 (bench/bench_kernels --approx);
 #   5. sql: the approximate sort's quality (bench/approx_quality), the
 #      GPU/CPU crossover (bench/crossover) and the SQL benchmark
 #      (bench/sql_bench.sh, sizes in GPUSORT_BENCH_ROWS, default 1000000
@@ -24,7 +26,7 @@
 set -uo pipefail
 out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [tests|kernels|sql|all]}
 what=${2:-tests}
-want() { [ "$what" = all ] || [[ ",$what," == *",$1,"* ]]; }
+want() { { [ "$what" = all ] && [ "$1" != approx ]; } || [[ ",$what," == *",$1,"* ]]; }
 mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
 if [ -f .device-carry/pg-on-gpu.sh ]; then
@@ -82,6 +84,14 @@ if want kernels; then
   tail -n 45 "$out/kernels.log"
   mkdir -p "$out/plots"
   python3 bench/plot.py "$out/kernels.csv" "$out/plots" > "$out/plot.log" 2>&1 || tail -n 5 "$out/plot.log"
+fi
+
+if want approx; then
+  step "approximate sort against CUB's radix sort, 2^24..2^26"
+  make bench/bench_kernels PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+  bench/bench_kernels --csv "$out/approx.csv" --approx --min-log 24 --max-log 26 \
+    > "$out/approx.log" 2>&1
+  grep -E "^(device|2\^)" "$out/approx.log"
 fi
 
 if want sql; then

@@ -257,8 +257,14 @@ test_interval_map(void)
 		uint64_t	key;
 		gs_interval_map map;
 
-		switch (trial % 4)
+		switch (trial % 5)
 		{
+			case 4:
+				/* ranges below 2^32 (the 64-bit shortcut), up to its edge */
+				b = a + (trial % 3 == 0 ? 0xffffffffu : next_random() >> 32);
+				if (b < a)
+					b = a;
+				break;
 			case 0:
 				a = 0;
 				b = UINT64_MAX;
@@ -283,6 +289,8 @@ test_interval_map(void)
 				}
 		}
 		intervals = 1 + (uint32_t) (next_random() % ((trial & 8) ? 10 : 100000));
+		if (trial % 13 == 0)
+			intervals = 1 + (uint32_t) (next_random() % (1u << 26));
 		map = gs_interval_map_make(a, b, intervals);
 		key = a + (b - a == UINT64_MAX ? next_random() : next_random() % (b - a + 1));
 		if (trial % 7 == 0)
