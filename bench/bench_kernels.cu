@@ -641,6 +641,34 @@ bench_approx_only(Job &job, int min_log, int max_log)
 					   c->ms / a->ms);
 			fflush(stdout);
 		}
+
+	/* the other distributions at the smallest size: the default only */
+	for (const KeyType &t : key_types)
+		for (int d = 1; d < DIST_COUNT; d++)
+		{
+			Inputs		in;
+			Row			base;
+			const size_t n = (size_t) 1 << min_log;
+
+			if (!make_inputs(in, n, t, d))
+				return;
+			base.kind = t.name;
+			base.distribution = dist_names[d];
+			base.n = n;
+			base.key_bytes = t.key_bytes;
+			base.key_bits = t.key_bits;
+			base.index = t.index;
+			base.ms = base.gkeys = base.gbytes = 0;
+			base.passes = 0;
+			bench_approx(job, in, t, nullptr, "default", base);
+			free_inputs(in);
+
+			const Row  *a = find(t.name, "approx", "default", n, dist_names[d]);
+
+			if (a)
+				printf("2^%d %-12s %-12s approx %.2f ms (%.2f Gkeys/s)\n", min_log, t.name,
+					   dist_names[d], a->ms, a->gkeys);
+		}
 }
 
 /* Every workable (tile, wide) shape pair at one size: picks the defaults. */

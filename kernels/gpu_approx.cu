@@ -5,10 +5,12 @@
  * every key scattered into its interval's slice of the output. Intervals
  * come out in order; within one, the order is whatever the atomics made.
  *
- *   1. min/max: the min-max butterfly (gpu_minmax.cu), left on the device;
+ *   1. min/max: per-block partial results (one launch; the count array is
+ *      zeroed in the same kernel), reduced by every counting block;
  *   2. the interval map: kernels/interval_map.h, the same integer formula as
- *      the CPU, bit for bit; made once on the device from min/max (its
- *      128-bit division is slow there) and read by every block;
+ *      the CPU, bit for bit; made by each counting block from min/max, and
+ *      left in `result` (with min and max) for the later kernels and the
+ *      host;
  *   3. counts: per-block shared-memory histograms (consecutive lanes of a
  *      warp that hit the same interval are merged first, so sorted or
  *      clustered inputs do not serialise on one counter), then added to the
@@ -31,41 +33,175 @@
  */
 #include "gpu_internal.cuh"
 
+#include <type_traits>
+
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
 namespace gs_gpu {
 
 static const int APPROX_THREADS = 512;
-static const int APPROX_UNROLL = 8;		/* keys per thread in flight */
+/* In flight per thread: 16-byte loads when counting (4 measured the same),
+ * keys in the per-key loops (4 and 16 measured the same). */
+static const int APPROX_COUNT_VECTORS = 2;
+static const int APPROX_UNROLL = 8;
 static const uint32_t APPROX_SMEM_BINS = 24576;	/* 96 KiB of shared counters */
 static const uint32_t NO_INTERVAL = 0xffffffffu;
 
 /* Default: the partition (bench/README.md compares the methods). */
 static const ApproxTuning default_tuning = {APPROX_SCATTER_PARTITION, 0};
+/* Blocks per SM of the grid-stride kernels; 64 registers a thread (3 or 4
+ * blocks per SM measured slower or the same). */
 static const int APPROX_BLOCKS_PER_SM = 2;
 
 /* ------------------------------------------------------------------------
  * Device helpers
  * ------------------------------------------------------------------------ */
 
-/* The interval map: made once, by interval_map_kernel, after the min/max. */
-__global__ void
-interval_map_kernel(ApproxResult *result, uint32_t intervals)
+/* reduction operators (cub's own changed names across CCCL versions) */
+struct LowerOf
 {
-	result->map = gs_interval_map_make(result->min_key, result->max_key, intervals);
+	__device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a < b ? a : b; }
+};
+struct HigherOf
+{
+	__device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a > b ? a : b; }
+};
+
+/* 16-byte loads of keys: 4 32-bit or 2 64-bit keys */
+template <class K>
+struct KeyVector
+{
+	typedef typename std::conditional<sizeof(K) == 4, uint4, ulonglong2>::type type;
+	static constexpr int keys = (int) (sizeof(type) / sizeof(K));
+};
+
+/*
+ * Step 1: each block's min and max of the keys (16-byte loads, grid-stride),
+ * into partials[2 * block], partials[2 * block + 1]; the count array is
+ * zeroed on the way (it does not depend on the min/max). The counting
+ * kernel reduces the partials: no launch for a final reduction.
+ */
+template <class K>
+__global__ void __launch_bounds__(APPROX_THREADS)
+minmax_partial_kernel(const K *keys, size_t n, uint64_t *partials, uint32_t *counts,
+					  size_t entries)
+{
+	typedef typename KeyVector<K>::type Vector;
+	typedef cub::BlockReduce<uint64_t, APPROX_THREADS> BlockReduce;
+	__shared__ typename BlockReduce::TempStorage storage;
+	const int	per_vector = KeyVector<K>::keys;
+	const Vector *vectors = reinterpret_cast<const Vector *>(keys);
+	const size_t vector_count = n / per_vector;
+	const size_t threads = (size_t) gridDim.x * APPROX_THREADS;
+	const size_t me = (size_t) blockIdx.x * APPROX_THREADS + threadIdx.x;
+	uint64_t	low = UINT64_MAX,
+				high = 0;
+
+	for (size_t i = me; i < entries; i += threads)
+		counts[i] = 0;
+#pragma unroll 4
+	for (size_t v = me; v < vector_count; v += threads)
+	{
+		Vector		loaded = vectors[v];
+		K			k[KeyVector<K>::keys];
+
+		memcpy(k, &loaded, sizeof(loaded));
+#pragma unroll
+		for (int u = 0; u < KeyVector<K>::keys; u++)
+		{
+			low = k[u] < low ? (uint64_t) k[u] : low;
+			high = k[u] > high ? (uint64_t) k[u] : high;
+		}
+	}
+	for (size_t i = vector_count * per_vector + me; i < n; i += threads)
+	{
+		low = keys[i] < low ? (uint64_t) keys[i] : low;
+		high = keys[i] > high ? (uint64_t) keys[i] : high;
+	}
+	low = BlockReduce(storage).Reduce(low, LowerOf());
+	__syncthreads();
+	high = BlockReduce(storage).Reduce(high, HigherOf());
+	if (threadIdx.x == 0)
+	{
+		partials[2 * blockIdx.x] = low;
+		partials[2 * blockIdx.x + 1] = high;
+	}
 }
 
 /*
- * Calls visit(key, position, valid) for keys [begin, end): each warp takes
- * runs of 32 * APPROX_UNROLL consecutive keys (coalesced, all loads issued
- * before the first use). All lanes of a warp call visit together, as the
- * warp-level merging needs.
+ * Step 2, at the start of the counting kernel: every block reduces the
+ * partials and makes the interval map (its 128-bit division is slow on the
+ * device, but the blocks do it at once, not one after another); block 0
+ * leaves min, max and the map in `result` for the later kernels and the
+ * host.
+ */
+__device__ gs_interval_map
+block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t intervals,
+				   ApproxResult *result)
+{
+	typedef cub::BlockReduce<uint64_t, APPROX_THREADS> BlockReduce;
+	__shared__ typename BlockReduce::TempStorage storage;
+	__shared__ gs_interval_map shared_map;
+	uint64_t	low = UINT64_MAX,
+				high = 0;
+
+	for (unsigned p = threadIdx.x; p < partial_count; p += APPROX_THREADS)
+	{
+		low = partials[2 * p] < low ? partials[2 * p] : low;
+		high = partials[2 * p + 1] > high ? partials[2 * p + 1] : high;
+	}
+	low = BlockReduce(storage).Reduce(low, LowerOf());
+	__syncthreads();
+	high = BlockReduce(storage).Reduce(high, HigherOf());
+	if (threadIdx.x == 0)
+	{
+		shared_map = gs_interval_map_make(low, high, intervals);
+		if (blockIdx.x == 0)
+		{
+			result->min_key = low;
+			result->max_key = high;
+			result->map = shared_map;
+		}
+	}
+	__syncthreads();
+	return shared_map;
+}
+
+/*
+ * bin[u] = the interval of key[u]. The map's shape is tested once for all
+ * the keys, not per key (the compiler cannot know that it is the same for
+ * every lane). Keys past the end may be anything: their bins are not used.
+ */
+template <int ITEMS, class K>
+__device__ __forceinline__ void
+intervals_of(const gs_interval_map &map, const K (&key)[ITEMS], uint32_t (&bin)[ITEMS])
+{
+	if (map.range32 && !map.narrow)
+	{
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+			bin[u] = gs_approx_interval_range32(&map, key[u]);
+	}
+	else
+	{
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+			bin[u] = gs_approx_interval(&map, key[u]);
+	}
+}
+
+/*
+ * Calls visit(key, bin, position, valid) for keys [begin, end): each warp
+ * takes runs of 32 * APPROX_UNROLL consecutive keys (coalesced, all loads
+ * issued before the first use). All lanes of a warp call visit together, as
+ * the warp-level merging needs.
  */
 template <class K, class Visit>
 __device__ __forceinline__ void
 for_each_key(const K *keys, size_t begin, size_t end, size_t first_warp, size_t warp_count,
-			 Visit visit)
+			 const gs_interval_map &map, Visit visit)
 {
 	const unsigned lane = threadIdx.x & 31;
 	const size_t run_length = 32 * APPROX_UNROLL;
@@ -73,6 +209,7 @@ for_each_key(const K *keys, size_t begin, size_t end, size_t first_warp, size_t 
 	for (size_t run = begin + first_warp * run_length; run < end; run += warp_count * run_length)
 	{
 		K			k[APPROX_UNROLL];
+		uint32_t	bin[APPROX_UNROLL];
 
 #pragma unroll
 		for (int u = 0; u < APPROX_UNROLL; u++)
@@ -81,12 +218,13 @@ for_each_key(const K *keys, size_t begin, size_t end, size_t first_warp, size_t 
 
 			k[u] = i < end ? keys[i] : (K) 0;
 		}
+		intervals_of(map, k, bin);
 #pragma unroll
 		for (int u = 0; u < APPROX_UNROLL; u++)
 		{
 			size_t		i = run + u * 32 + lane;
 
-			visit(k[u], i, i < end);
+			visit(k[u], bin[u], i, i < end);
 		}
 	}
 }
@@ -130,29 +268,97 @@ warp_merged_add(uint32_t *counters, uint32_t bin, bool active)
 	return slot + (uint32_t) ((int) lane - my_head);
 }
 
+/*
+ * warp_merged_add for counters in shared memory, cheaper where the lanes'
+ * bins mostly differ (uniform keys over many intervals): when all lanes are
+ * active on one bin (sorted or clustered input), one atomic adds 32;
+ * otherwise each active lane adds 1, and the shared-memory atomic unit
+ * serialises lanes that meet on one counter. Slots as warp_merged_add's.
+ * (warp_merged_add itself measured 3-4% slower here at 2^24: more
+ * instructions per key, for inputs that rarely need them.)
+ */
+template <bool RETURN_SLOT>
+__device__ __forceinline__ uint32_t
+shared_add(uint32_t *counters, uint32_t bin, bool active)
+{
+	const unsigned lane = threadIdx.x & 31;
+	const uint32_t first = __shfl_sync(0xffffffffu, bin, 0);
+
+	if (__all_sync(0xffffffffu, active && bin == first))
+	{
+		uint32_t	base = 0;
+
+		if (lane == 0)
+			base = atomicAdd(&counters[bin], 32u);
+		return RETURN_SLOT ? __shfl_sync(0xffffffffu, base, 0) + lane : 0;
+	}
+	if (!active)
+		return 0;
+	return atomicAdd(&counters[bin], 1u);
+}
+
 /* ------------------------------------------------------------------------
  * Kernels: counting
  * ------------------------------------------------------------------------ */
 
-/* Shared-memory histogram per block, added at the end to the global counts. */
+/*
+ * Shared-memory histogram per block, added at the end to the global counts.
+ * Keys are read 16 bytes at a time (the keys are 16-byte aligned,
+ * approx_sort_device checks), APPROX_COUNT_VECTORS per thread in flight;
+ * the loop runs while any lane of the warp has work, so that shared_add
+ * sees the whole warp.
+ */
 template <class K>
-__global__ void __launch_bounds__(APPROX_THREADS)
-count_smem_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t intervals,
-				  uint32_t *counts)
+__global__ void __launch_bounds__(APPROX_THREADS, APPROX_BLOCKS_PER_SM)
+count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
+				  ApproxResult *result, uint32_t intervals, uint32_t *counts)
 {
+	typedef typename KeyVector<K>::type Vector;
+	constexpr int PER_VECTOR = KeyVector<K>::keys;
+	constexpr int KEYS = APPROX_COUNT_VECTORS * PER_VECTOR;
 	extern __shared__ uint32_t histogram[];
-	const gs_interval_map map = result->map;
-	const size_t warps = APPROX_THREADS / 32;
+	const gs_interval_map map = block_interval_map(partials, partial_count, intervals, result);
+	const Vector *vectors = reinterpret_cast<const Vector *>(keys);
+	const uint32_t vector_count = (uint32_t) (n / PER_VECTOR);
+	const uint32_t threads = gridDim.x * APPROX_THREADS;
+	const uint32_t me = blockIdx.x * APPROX_THREADS + threadIdx.x;
+	const uint32_t warp_first = me & ~31u;
 
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		histogram[b] = 0;
 	__syncthreads();
-	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
-				 [&](K key, size_t, bool valid) {
-					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
+	for (uint32_t start = 0; start + warp_first < vector_count; start += threads * APPROX_COUNT_VECTORS)
+	{
+		K			k[KEYS];
+		bool		valid[APPROX_COUNT_VECTORS];
+		uint32_t	bin[KEYS];
 
-					 warp_merged_add<false>(histogram, bin, valid);
-				 });
+#pragma unroll
+		for (int u = 0; u < APPROX_COUNT_VECTORS; u++)
+		{
+			uint32_t	v = start + u * threads + me;
+			Vector		loaded = {};
+
+			valid[u] = v < vector_count;
+			if (valid[u])
+				loaded = vectors[v];
+			memcpy(&k[u * PER_VECTOR], &loaded, sizeof(loaded));
+		}
+		intervals_of(map, k, bin);
+#pragma unroll
+		for (int i = 0; i < KEYS; i++)
+			shared_add<false>(histogram, bin[i], valid[i / PER_VECTOR]);
+	}
+	/* the last n % PER_VECTOR keys: one warp */
+	if (blockIdx.x == 0 && threadIdx.x < 32)
+	{
+		uint32_t	i = vector_count * PER_VECTOR + threadIdx.x;
+		K			tail[1] = {i < n ? keys[i] : (K) 0};
+		uint32_t	tail_bin[1];
+
+		intervals_of(map, tail, tail_bin);
+		shared_add<false>(histogram, tail_bin[0], i < n);
+	}
 	__syncthreads();
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		if (histogram[b] != 0)
@@ -162,15 +368,14 @@ count_smem_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t 
 /* Too many intervals for shared memory: warp-merged global atomics. */
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
-count_global_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_t *counts)
+count_global_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
+					ApproxResult *result, uint32_t intervals, uint32_t *counts)
 {
-	const gs_interval_map map = result->map;
+	const gs_interval_map map = block_interval_map(partials, partial_count, intervals, result);
 	const size_t warps = APPROX_THREADS / 32;
 
-	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
-				 [&](K key, size_t, bool valid) {
-					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
-
+	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps, map,
+				 [&](K, uint32_t bin, size_t, bool valid) {
 					 warp_merged_add<false>(counts, bin, valid);
 				 });
 }
@@ -184,9 +389,9 @@ count_global_kernel(const K *keys, size_t n, const ApproxResult *result, uint32_
  * cut is the first interval whose end reaches the limit (the last interval
  * without one), exactly the CPU's binary search.
  */
-__global__ void
-cut_kernel(const uint32_t *offsets, uint32_t intervals, size_t n,
-		   size_t limit, ApproxResult *result)
+__device__ void
+find_cut(const uint32_t *offsets, uint32_t intervals, size_t n, size_t limit,
+		 ApproxResult *result)
 {
 	uint32_t	cut = intervals - 1;
 
@@ -210,6 +415,62 @@ cut_kernel(const uint32_t *offsets, uint32_t intervals, size_t n,
 	result->valid_outputs = offsets[cut + 1];
 }
 
+__global__ void
+cut_kernel(const uint32_t *offsets, uint32_t intervals, size_t n, size_t limit,
+		   ApproxResult *result)
+{
+	find_cut(offsets, intervals, n, limit, result);
+}
+
+/* the partition's first-pass cursors: the start of each group of intervals */
+__global__ void
+group_cursors_kernel(const uint32_t *offsets, uint32_t groups, uint32_t shift, uint32_t *cursors)
+{
+	for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups;
+		 g += gridDim.x * blockDim.x)
+		cursors[g] = offsets[(size_t) g << shift];
+}
+
+/*
+ * Up to SMALL_SCAN_ENTRIES counts: the exclusive scan, the cut and the
+ * group cursors in one block (one launch instead of four).
+ */
+static const int SMALL_SCAN_THREADS = 1024;
+static const int SMALL_SCAN_ITEMS = 16;
+static const size_t SMALL_SCAN_ENTRIES = (size_t) SMALL_SCAN_THREADS * SMALL_SCAN_ITEMS;
+
+__global__ void __launch_bounds__(SMALL_SCAN_THREADS)
+scan_cut_kernel(const uint32_t *counts, uint32_t entries, size_t n, size_t limit,
+				uint32_t groups, uint32_t shift, uint32_t *offsets, uint32_t *group_cursors,
+				ApproxResult *result)
+{
+	typedef cub::BlockScan<uint32_t, SMALL_SCAN_THREADS> BlockScan;
+	__shared__ typename BlockScan::TempStorage storage;
+	uint32_t	values[SMALL_SCAN_ITEMS];
+
+#pragma unroll
+	for (int j = 0; j < SMALL_SCAN_ITEMS; j++)
+	{
+		uint32_t	e = threadIdx.x * SMALL_SCAN_ITEMS + j;
+
+		values[j] = e < entries ? counts[e] : 0;
+	}
+	BlockScan(storage).ExclusiveSum(values, values);
+#pragma unroll
+	for (int j = 0; j < SMALL_SCAN_ITEMS; j++)
+	{
+		uint32_t	e = threadIdx.x * SMALL_SCAN_ITEMS + j;
+
+		if (e < entries)
+			offsets[e] = values[j];
+	}
+	__syncthreads();			/* the offsets, written above, are read below */
+	for (uint32_t g = threadIdx.x; g < groups; g += SMALL_SCAN_THREADS)
+		group_cursors[g] = offsets[(size_t) g << shift];
+	if (threadIdx.x == 0)
+		find_cut(offsets, entries - 1, n, limit, result);
+}
+
 /* ------------------------------------------------------------------------
  * Kernels: scattering
  * ------------------------------------------------------------------------ */
@@ -223,9 +484,8 @@ scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint
 	const uint32_t cut = (uint32_t) result->cut;
 	const size_t warps = APPROX_THREADS / 32;
 
-	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps,
-				 [&](K key, size_t i, bool valid) {
-					 uint32_t	bin = valid ? gs_approx_interval(&map, key) : 0;
+	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps, map,
+				 [&](K key, uint32_t bin, size_t i, bool valid) {
 					 bool		keep = valid && bin <= cut;
 					 uint32_t	slot = warp_merged_add<true>(cursors, bin, keep);
 
@@ -255,23 +515,26 @@ scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint
 
 /* Block shape: 512 threads x 8 keys = 4096-key tiles (16 keys per thread
  * or 256-thread blocks measured slower). */
-static const int PARTITION_THREADS = 512;
+static const int PARTITION_THREADS = 512;	/* 1024 (8192-key tiles) measured slower */
 static const int PARTITION_ITEMS = 8;
 static const size_t PARTITION_TILE = (size_t) PARTITION_THREADS * PARTITION_ITEMS;
 static const uint32_t PARTITION_BINS = 2048;	/* digits a tile can rank */
+static const uint32_t PARTITION_SMALL_BINS = 256;	/* ... where fewer will do */
 static const uint32_t PARTITION_COARSE_GROUPS = 256;	/* first pass: ~this many digits */
 static const uint32_t PARTITION_MAX_GROUP = PARTITION_BINS / 2;	/* intervals per group */
 static const uint32_t PARTITION_MAX_INTERVALS = PARTITION_BINS * PARTITION_MAX_GROUP;
-static const uint32_t PARTITION_SINGLE_PASS_MAX = 1024;	/* one pass measured faster at 1000
-														 * intervals, slower at 2048 */
+/* One pass measured faster at 1000 intervals with an earlier version of the
+ * kernel; the last run has two passes faster already at 1000 (0.45 against
+ * ~0.32 ms at 2^24), so 256 is the next value to verify (bench/README.md). */
+static const uint32_t PARTITION_SINGLE_PASS_MAX = 1024;
 static const uint32_t NO_DIGIT = 0xffffffffu;
 static_assert(PARTITION_BINS <= 0xffff && PARTITION_TILE <= 0x10000, "digit and rank share 32 bits");
 
 template <class K, bool WITH_INDEX>
 static size_t
-partition_smem_bytes(size_t tile)
+partition_smem_bytes(size_t tile, uint32_t bins)
 {
-	return 2 * PARTITION_BINS * sizeof(uint32_t) +
+	return 2 * bins * sizeof(uint32_t) +
 		tile * (sizeof(K) + (WITH_INDEX ? sizeof(uint32_t) : 0) + sizeof(uint16_t));
 }
 
@@ -282,22 +545,33 @@ partition_smem_bytes(size_t tile)
  * the tile's first group's first interval, cursors indexed by interval.
  * Keys of intervals beyond the cut are dropped.
  */
-template <class K, bool FROM_INPUT, bool WITH_INDEX, int THREADS, int ITEMS>
-__global__ void __launch_bounds__(THREADS)
+/* two blocks per SM: 64 registers a thread (40 for three blocks spilled and
+ * measured slower) */
+static const int PARTITION_MIN_BLOCKS = 2;
+
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, int THREADS, int ITEMS,
+		  uint32_t BINS>
+__global__ void __launch_bounds__(THREADS, PARTITION_MIN_BLOCKS)
 partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
-				 const ApproxResult *result, uint32_t intervals, uint32_t shift,
-				 uint32_t *cursors, K *out_keys, uint32_t *out_index)
+				 const ApproxResult *result, uint32_t shift,
+				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs)
 {
+	/* 32-bit keys with their index move as one 64-bit word (key low, index
+	 * high): in shared memory always, through the temporary array if PAIRS */
+	constexpr bool WORDS = WITH_INDEX && sizeof(K) == 4;
+	static_assert(!PAIRS || WORDS, "pairs are for 32-bit keys with the index");
+
 	typedef cub::BlockScan<uint32_t, THREADS> BlockScan;
-	const int	BINS_PER_THREAD = PARTITION_BINS / THREADS;
+	const int	BINS_PER_THREAD = BINS > THREADS ? BINS / THREADS : 1;
 	__shared__ typename BlockScan::TempStorage scan_storage;
 	__shared__ uint32_t tile_first_interval;
 	extern __shared__ __align__(16) unsigned char partition_smem[];
 	uint32_t   *local_count = (uint32_t *) partition_smem;	/* then: local starts */
-	uint32_t   *local_to_global = local_count + PARTITION_BINS;
-	K		   *tile_keys = (K *) (local_to_global + PARTITION_BINS);
+	uint32_t   *local_to_global = local_count + BINS;
+	K		   *tile_keys = (K *) (local_to_global + BINS);
 	uint32_t   *tile_index = (uint32_t *) (tile_keys + THREADS * ITEMS);
 	uint16_t   *tile_digit = (uint16_t *) (tile_index + (WITH_INDEX ? THREADS * ITEMS : 0));
+	uint64_t   *tile_words = (uint64_t *) tile_keys;	/* WORDS: instead of both */
 
 	const gs_interval_map map = result->map;
 	const uint32_t cut = (uint32_t) result->cut;
@@ -317,27 +591,37 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	{
 		uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
 
+		if (PAIRS && !FROM_INPUT)
+		{
+			uint64_t	word = i < count ? pairs[i] : 0;
+
+			key[u] = (K) (uint32_t) word;
+			index[u] = (uint32_t) (word >> 32);
+			continue;
+		}
 		key[u] = i < count ? in_keys[i] : (K) 0;
 		if (WITH_INDEX)
 			index[u] = FROM_INPUT ? i : (i < count ? in_index[i] : 0);
 	}
 	if (!FROM_INPUT && threadIdx.x == 0)
 		tile_first_interval = (gs_approx_interval(&map, key[0]) >> shift) << shift;
-	for (uint32_t b = threadIdx.x; b < PARTITION_BINS; b += THREADS)
+	for (uint32_t b = threadIdx.x; b < BINS; b += THREADS)
 		local_count[b] = 0;
 	__syncthreads();
 
 	const uint32_t first_interval = FROM_INPUT ? 0 : tile_first_interval;
+	uint32_t	bins[ITEMS];
 
+	intervals_of(map, key, bins);
 #pragma unroll
 	for (int u = 0; u < ITEMS; u++)
 	{
 		uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
 		bool		valid = i < count;
-		uint32_t	bin = valid ? gs_approx_interval(&map, key[u]) : 0;
+		uint32_t	bin = bins[u];
 		bool		keep = valid && bin <= cut;
 		uint32_t	d = FROM_INPUT ? bin >> shift : bin - first_interval;
-		bool		local = keep && d < PARTITION_BINS;
+		bool		local = keep && d < BINS;
 
 		if (!FROM_INPUT && keep && !local)
 		{
@@ -348,21 +632,29 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 			if (WITH_INDEX)
 				out_index[slot] = index[u];
 		}
-		/* a run of lanes with the same digit: one shared atomic */
-		uint32_t	rank = warp_merged_add<true>(local_count, local ? d : 0, local);
+		uint32_t	rank = shared_add<true>(local_count, local ? d : 0, local);
 
 		digit_rank[u] = local ? d << 16 | rank : NO_DIGIT;
 	}
 	__syncthreads();
 
-	/* local starts by exclusive scan; each digit's run claimed globally */
+	/*
+	 * Local starts by exclusive scan; each digit's run claimed globally. The
+	 * claims' results are used only after the reordering, so their latency
+	 * hides behind it.
+	 */
 	uint32_t	counts[BINS_PER_THREAD];
 	uint32_t	starts[BINS_PER_THREAD];
+	uint32_t	claimed[BINS_PER_THREAD];
 	uint32_t	total;
 
 #pragma unroll
 	for (int j = 0; j < BINS_PER_THREAD; j++)
-		counts[j] = local_count[threadIdx.x * BINS_PER_THREAD + j];
+	{
+		uint32_t	b = threadIdx.x * BINS_PER_THREAD + j;
+
+		counts[j] = b < BINS ? local_count[b] : 0;
+	}
 	BlockScan(scan_storage).ExclusiveSum(counts, starts, total);
 #pragma unroll
 	for (int j = 0; j < BINS_PER_THREAD; j++)
@@ -370,8 +662,9 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 		uint32_t	b = threadIdx.x * BINS_PER_THREAD + j;
 
 		if (counts[j] != 0)
-			local_to_global[b] = atomicAdd(&cursors[first_interval + b], counts[j]) - starts[j];
-		local_count[b] = starts[j];
+			claimed[j] = atomicAdd(&cursors[first_interval + b], counts[j]);
+		if (b < BINS)
+			local_count[b] = starts[j];
 	}
 	__syncthreads();
 
@@ -383,11 +676,20 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 			uint32_t	d = digit_rank[u] >> 16;
 			uint32_t	position = local_count[d] + (digit_rank[u] & 0xffffu);
 
-			tile_keys[position] = key[u];
-			if (WITH_INDEX)
-				tile_index[position] = index[u];
+			if (WORDS)
+				tile_words[position] = (uint64_t) index[u] << 32 | (uint32_t) key[u];
+			else
+			{
+				tile_keys[position] = key[u];
+				if (WITH_INDEX)
+					tile_index[position] = index[u];
+			}
 			tile_digit[position] = (uint16_t) d;
 		}
+#pragma unroll
+	for (int j = 0; j < BINS_PER_THREAD; j++)
+		if (counts[j] != 0)
+			local_to_global[threadIdx.x * BINS_PER_THREAD + j] = claimed[j] - starts[j];
 	__syncthreads();
 
 	/* write the runs: consecutive threads, consecutive slots */
@@ -395,20 +697,24 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	{
 		uint32_t	slot = local_to_global[tile_digit[j]] + j;
 
-		out_keys[slot] = tile_keys[j];
-		if (WITH_INDEX)
-			out_index[slot] = tile_index[j];
+		if (PAIRS && FROM_INPUT)
+			pairs[slot] = tile_words[j];
+		else if (WORDS)
+		{
+			uint64_t	word = tile_words[j];
+
+			out_keys[slot] = (K) (uint32_t) word;
+			out_index[slot] = (uint32_t) (word >> 32);
+		}
+		else
+		{
+			out_keys[slot] = tile_keys[j];
+			if (WITH_INDEX)
+				out_index[slot] = tile_index[j];
+		}
 	}
 }
 
-/* first pass's cursors: the start of each coarse group */
-__global__ void
-group_cursors_kernel(const uint32_t *offsets, uint32_t groups, uint32_t shift, uint32_t *cursors)
-{
-	for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups;
-		 g += gridDim.x * blockDim.x)
-		cursors[g] = offsets[(size_t) g << shift];
-}
 
 /* ------------------------------------------------------------------------
  * Host side
@@ -484,7 +790,7 @@ approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const Approx
 	if (t.scatter == APPROX_SCATTER_PARTITION && partition_shift(intervals, t) > 0)
 		partition_bytes = n * (key_bytes + sizeof(uint32_t)) +
 			partition_groups(intervals, partition_shift(intervals, t)) * sizeof(uint32_t) + 1024;
-	return minmax_temp_bytes(n, key_bytes) + 2 * entries * sizeof(uint32_t) + scan_bytes +
+	return 2 * sizeof(uint64_t) * approx_grid(n) + 2 * entries * sizeof(uint32_t) + scan_bytes +
 		partition_bytes + 1024;
 }
 
@@ -505,58 +811,84 @@ set_shared_limit(Job &job, const void *kernel, size_t bytes)
 	return status;
 }
 
-/* The partition: one or two passes (offsets serve as the interval cursors). */
+/* One partition pass, with a tile histogram of BINS digits. */
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS>
+static gpu_status
+launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
+				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
+				 uint32_t *out_index, uint64_t *pairs, const char *what)
+{
+	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_THREADS,
+										  PARTITION_ITEMS, BINS>;
+	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(PARTITION_TILE, BINS);
+	const unsigned blocks = (unsigned) ((n + PARTITION_TILE - 1) / PARTITION_TILE);
+
+	GS_TRY(set_shared_limit(job, (const void *) kernel, smem));
+	kernel<<<blocks, PARTITION_THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
+															  cursors, out_keys, out_index, pairs);
+	return job.launched(what);
+}
+
+/* ... with the smaller histogram where the pass's digits (mostly) fit in it. */
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS>
+static gpu_status
+partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
+			   ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
+			   uint32_t *out_index, uint64_t *pairs, const char *what)
+{
+	if (digits <= PARTITION_SMALL_BINS)
+		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS>(
+			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
+	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS>(
+		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
+}
+
+/*
+ * The partition: one pass (digit = interval), or two (digit = group, into a
+ * temporary array; then digit = interval relative to the tile's first
+ * group, where a tile mostly spans one or two groups: four groups' worth of
+ * digits are provided for). The offsets serve as the interval cursors.
+ */
 template <class K, bool WITH_INDEX>
 static gpu_status
 partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, ApproxResult *result,
-				 uint32_t *offsets, K *out_keys, uint32_t *out_index, const ApproxTuning &t)
+				 uint32_t *offsets, uint32_t *group_cursors, K *out_keys, uint32_t *out_index,
+				 const ApproxTuning &t)
 {
+	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
+	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
 	const uint32_t shift = partition_shift(intervals, t);
 	const uint32_t groups = partition_groups(intervals, shift);
-	const size_t tile = PARTITION_TILE;
-	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(tile);
-	const unsigned blocks = (unsigned) ((n + tile - 1) / tile);
 	K		   *group_keys = nullptr;
 	uint32_t   *group_index = nullptr;
-	uint32_t   *group_cursors = nullptr;
-	gpu_status	status;
+	uint64_t   *group_pairs = nullptr;
+	gpu_status	status = GPU_OK;
 
-	status = set_shared_limit(job, (const void *) partition_kernel<K, true, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS>, smem);
-	if (status == GPU_OK && shift == 0)
+	if (shift == 0)
+		return partition_pass<K, true, WITH_INDEX, false>(job, intervals, keys, nullptr, n, result,
+														  0, offsets, out_keys, out_index, nullptr,
+														  "approximate sort: partition");
+	if (PAIRS)
+		status = job.allocate_array(&group_pairs, n, "approximate sort: grouped keys");
+	else
 	{
-		partition_kernel<K, true, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS><<<blocks, PARTITION_THREADS, smem, job.stream()>>>(
-			keys, nullptr, n, result, intervals, 0, offsets, out_keys, out_index);
-		return job.launched("approximate sort: partition");
-	}
-	if (status == GPU_OK)
-		status = set_shared_limit(job, (const void *) partition_kernel<K, false, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS>, smem);
-	if (status == GPU_OK)
 		status = job.allocate_array(&group_keys, n, "approximate sort: grouped keys");
-	if (status == GPU_OK && WITH_INDEX)
-		status = job.allocate_array(&group_index, n, "approximate sort: grouped row index");
-	if (status == GPU_OK)
-		status = job.allocate_array(&group_cursors, groups, "approximate sort: group cursors");
-	if (status == GPU_OK)
-	{
-		group_cursors_kernel<<<grid_for(groups, 256), 256, 0, job.stream()>>>(offsets, groups, shift,
-																				group_cursors);
-		status = job.launched("approximate sort: group cursors");
+		if (status == GPU_OK && WITH_INDEX)
+			status = job.allocate_array(&group_index, n, "approximate sort: grouped row index");
 	}
 	if (status == GPU_OK)
-	{
-		partition_kernel<K, true, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS><<<blocks, PARTITION_THREADS, smem, job.stream()>>>(
-			keys, nullptr, n, result, intervals, shift, group_cursors, group_keys, group_index);
-		status = job.launched("approximate sort: partition by group");
-	}
+		status = partition_pass<K, true, WITH_INDEX, PAIRS>(job, groups, keys, nullptr, n, result,
+															shift, group_cursors, group_keys,
+															group_index, group_pairs,
+															"approximate sort: partition by group");
 	if (status == GPU_OK)
 		status = job.progress(n);
 	if (status == GPU_OK)
-	{
-		partition_kernel<K, false, WITH_INDEX, PARTITION_THREADS, PARTITION_ITEMS><<<blocks, PARTITION_THREADS, smem, job.stream()>>>(
-			group_keys, group_index, n, result, intervals, shift, offsets, out_keys, out_index);
-		status = job.launched("approximate sort: partition by interval");
-	}
-	job.release(group_cursors);
+		status = partition_pass<K, false, WITH_INDEX, PAIRS>(job, 4u << shift, group_keys,
+															 group_index, n, result, shift, offsets,
+															 out_keys, out_index, group_pairs,
+															 "approximate sort: partition by interval");
+	job.release(group_pairs);
 	job.release(group_index);
 	job.release(group_keys);
 	return status;
@@ -569,75 +901,100 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 {
 	const size_t entries = (size_t) intervals + 1;	/* the last: the total */
 	const size_t smem_bins = (size_t) intervals * sizeof(uint32_t);
+	const bool	partition = t.scatter == APPROX_SCATTER_PARTITION;
+	const uint32_t shift = partition ? partition_shift(intervals, t) : 0;
+	const uint32_t groups = shift > 0 ? partition_groups(intervals, shift) : 0;
+	const unsigned grid = approx_grid(n);
+	uint64_t   *partials = nullptr;
 	uint32_t   *counts = nullptr;
 	uint32_t   *offsets = nullptr;
+	uint32_t   *group_cursors = nullptr;
 	void	   *scan_temp = nullptr;
 	size_t		scan_bytes = 0;
 	gpu_status	status;
 
-	/* 1-2. min and max land in result->min_key, result->max_key; the map */
-	GS_TRY(minmax_device(job, keys, sizeof(K), n, &result->min_key));
-	interval_map_kernel<<<1, 1, 0, job.stream()>>>(result, intervals);
-	GS_TRY(job.launched("approximate sort: interval map"));
-
+	/* 1. per-block min and max (and the counts zeroed) */
 	GS_TRY(job.allocate_array(&counts, entries, "interval counts"));
-	status = job.allocate_array(&offsets, entries, "interval offsets");
+	status = job.allocate_array(&partials, 2 * (size_t) grid, "approximate sort: min/max");
 	if (status == GPU_OK)
+	{
+		minmax_partial_kernel<K><<<grid, APPROX_THREADS, 0, job.stream()>>>(keys, n, partials,
+																			   counts, entries);
+		status = job.launched("approximate sort: min/max");
+	}
+	if (status == GPU_OK)
+		status = job.allocate_array(&offsets, entries, "interval offsets");
+	if (status == GPU_OK && groups > 0)
+		status = job.allocate_array(&group_cursors, groups, "approximate sort: group cursors");
+	if (status == GPU_OK && entries > SMALL_SCAN_ENTRIES)
+	{
 		status = job.check(scan_counts(nullptr, scan_bytes, counts, offsets, entries, job.stream()),
 						   "cub::DeviceScan (temporary storage size)");
-	if (status == GPU_OK)
-		status = job.allocate(&scan_temp, scan_bytes, "scan temporary storage");
+		if (status == GPU_OK)
+			status = job.allocate(&scan_temp, scan_bytes, "scan temporary storage");
+	}
 
 	/* 3. counts */
-	if (status == GPU_OK)
-		status = job.check(cudaMemsetAsync(counts, 0, entries * sizeof(uint32_t), job.stream()),
-						   "cudaMemsetAsync");
 	if (status == GPU_OK && intervals <= APPROX_SMEM_BINS)
 	{
 		status = set_shared_limit(job, (const void *) count_smem_kernel<K>, smem_bins);
 		if (status == GPU_OK)
 		{
-			count_smem_kernel<K><<<approx_grid(n), APPROX_THREADS, smem_bins, job.stream()>>>(
-				keys, n, result, intervals, counts);
+			count_smem_kernel<K><<<grid, APPROX_THREADS, smem_bins, job.stream()>>>(
+				keys, n, partials, grid, result, intervals, counts);
 			status = job.launched("approximate sort: count");
 		}
 	}
 	else if (status == GPU_OK)
 	{
-		count_global_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
-			keys, n, result, counts);
+		count_global_kernel<K><<<grid, APPROX_THREADS, 0, job.stream()>>>(
+			keys, n, partials, grid, result, intervals, counts);
 		status = job.launched("approximate sort: count");
 	}
 	if (status == GPU_OK)
 		status = job.progress(n);
 
-	/* 4. scan */
-	if (status == GPU_OK)
+	/* 4-5. scan, the cut (and valid_outputs), the partition's group cursors */
+	if (status == GPU_OK && entries <= SMALL_SCAN_ENTRIES)
+	{
+		scan_cut_kernel<<<1, SMALL_SCAN_THREADS, 0, job.stream()>>>(
+			counts, (uint32_t) entries, n, limit, groups, shift, offsets, group_cursors, result);
+		status = job.launched("approximate sort: scan and cut");
+	}
+	else if (status == GPU_OK)
+	{
 		status = job.check(scan_counts(scan_temp, scan_bytes, counts, offsets, entries, job.stream()),
 						   "cub::DeviceScan");
+		if (status == GPU_OK)
+		{
+			cut_kernel<<<1, 1, 0, job.stream()>>>(offsets, intervals, n, limit, result);
+			status = job.launched("approximate sort: cut");
+		}
+		if (status == GPU_OK && groups > 0)
+		{
+			group_cursors_kernel<<<grid_for(groups, 256), 256, 0, job.stream()>>>(
+				offsets, groups, shift, group_cursors);
+			status = job.launched("approximate sort: group cursors");
+		}
+	}
 	job.release(scan_temp);
 	job.release(counts);
-
-	/* 5. the cut (and valid_outputs) */
-	if (status == GPU_OK)
-	{
-		cut_kernel<<<1, 1, 0, job.stream()>>>(offsets, intervals, n, limit, result);
-		status = job.launched("approximate sort: cut");
-	}
+	job.release(partials);
 
 	/* 6. scatter; the offsets serve as the intervals' cursors */
-	if (status == GPU_OK && t.scatter == APPROX_SCATTER_PARTITION)
+	if (status == GPU_OK && partition)
 		status = out_index != nullptr ?
-			partition_passes<K, true>(job, keys, n, intervals, result, offsets, out_keys,
-									  out_index, t) :
-			partition_passes<K, false>(job, keys, n, intervals, result, offsets, out_keys,
-									   out_index, t);
+			partition_passes<K, true>(job, keys, n, intervals, result, offsets, group_cursors,
+									  out_keys, out_index, t) :
+			partition_passes<K, false>(job, keys, n, intervals, result, offsets, group_cursors,
+									   out_keys, out_index, t);
 	else if (status == GPU_OK)
 	{
 		scatter_cursors_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
 			keys, n, result, offsets, out_keys, out_index);
 		status = job.launched("approximate sort: scatter");
 	}
+	job.release(group_cursors);
 	job.release(offsets);
 	if (status != GPU_OK)
 		return status;
@@ -652,6 +1009,11 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 	if (intervals < 1)
 	{
 		set_message("the approximate sort needs at least one interval");
+		return GPU_INVALID;
+	}
+	if (n >= UINT32_MAX || ((uintptr_t) keys % 16) != 0)
+	{
+		set_message("the approximate sort needs fewer than 2^32 keys, 16-byte aligned");
 		return GPU_INVALID;
 	}
 	if (n == 0)
