@@ -482,6 +482,23 @@ bench_exact(Job &job, gpu_algorithm algorithm, const Inputs &in, const KeyType &
 	return ok;
 }
 
+/* A CSV row's fields that every measurement of (key type, distribution, n) shares. */
+static Row
+row_for(const KeyType &t, const char *distribution, size_t n)
+{
+	Row			base;
+
+	base.kind = t.name;
+	base.distribution = distribution;
+	base.n = n;
+	base.key_bytes = t.key_bytes;
+	base.key_bits = t.key_bits;
+	base.index = t.index;
+	base.ms = base.gkeys = base.gbytes = 0;
+	base.passes = 0;
+	return base;
+}
+
 static bool
 bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *tuning,
 			 const char *impl, Row base, uint32_t intervals = 10000)
@@ -530,14 +547,7 @@ bench_all(Job &job, size_t n, const KeyType &t, int dist)
 
 	if (!make_inputs(in, n, t, dist))
 		return false;
-	base.kind = t.name;
-	base.distribution = dist_names[dist];
-	base.n = n;
-	base.key_bytes = t.key_bytes;
-	base.key_bits = t.key_bits;
-	base.index = t.index;
-	base.ms = base.gkeys = base.gbytes = 0;
-	base.passes = 0;
+	base = row_for(t, dist_names[dist], n);
 
 	ok = ok && bench_network(job, GPU_ALGO_BITONIC, in, t, nullptr, "network", base);
 	ok = ok && bench_network(job, GPU_ALGO_BUTTERFLY, in, t, nullptr, "network", base);
@@ -616,14 +626,7 @@ bench_approx_only(Job &job, int min_log, int max_log)
 
 			if (!make_inputs(in, n, t, UNIFORM))
 				return;
-			base.kind = t.name;
-			base.distribution = "uniform";
-			base.n = n;
-			base.key_bytes = t.key_bytes;
-			base.key_bits = t.key_bits;
-			base.index = t.index;
-			base.ms = base.gkeys = base.gbytes = 0;
-			base.passes = 0;
+			base = row_for(t, "uniform", n);
 			bench_approx(job, in, t, nullptr, "default", base);
 			bench_approx_variants(job, in, t, base);
 			if (t.key_bytes == 4)
@@ -652,14 +655,7 @@ bench_approx_only(Job &job, int min_log, int max_log)
 
 			if (!make_inputs(in, n, t, d))
 				return;
-			base.kind = t.name;
-			base.distribution = dist_names[d];
-			base.n = n;
-			base.key_bytes = t.key_bytes;
-			base.key_bits = t.key_bits;
-			base.index = t.index;
-			base.ms = base.gkeys = base.gbytes = 0;
-			base.passes = 0;
+			base = row_for(t, dist_names[d], n);
 			bench_approx(job, in, t, nullptr, "default", base);
 			free_inputs(in);
 
@@ -685,14 +681,7 @@ bench_tuning(Job &job, size_t n)
 
 		if (!make_inputs(in, n, t, UNIFORM))
 			return;
-		base.kind = t.name;
-		base.distribution = "uniform";
-		base.n = n;
-		base.key_bytes = t.key_bytes;
-		base.key_bits = t.key_bits;
-		base.index = t.index;
-		base.ms = base.gkeys = base.gbytes = 0;
-		base.passes = 0;
+		base = row_for(t, "uniform", n);
 		for (int tile = 0; tile < shapes; tile++)
 			for (int wide = 0; wide < shapes; wide++)
 				for (int extra_run = 0; extra_run < 2; extra_run++)
