@@ -11,12 +11,12 @@
  *      the CPU, bit for bit; made by each counting block from min/max, and
  *      left in `result` (with min and max) for the later kernels and the
  *      host;
- *   3. counts: per-block shared-memory histograms (consecutive lanes of a
- *      warp that hit the same interval are merged first, so sorted or
- *      clustered inputs do not serialise on one counter), then added to the
- *      global counts; with more intervals than shared memory holds,
- *      warp-merged global atomics;
- *   4. exclusive scan of the counts: cub::DeviceScan;
+ *   3. counts: per-block shared-memory histograms (a warp whose lanes all
+ *      hit one interval adds once, so sorted input does not serialise on
+ *      one counter), then added to the global counts; with more intervals
+ *      than shared memory holds, warp-merged global atomics;
+ *   4. exclusive scan of the counts: one block (scan_cut_kernel) up to
+ *      SMALL_SCAN_ENTRIES counts, cub::DeviceScan beyond;
  *   5. with a limit: the cut interval, the first whose end reaches the
  *      limit, found on the device by binary search; only intervals up to it
  *      are written, and valid_outputs is its end;
@@ -502,7 +502,7 @@ scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint
  * Kernels: partition (tiles ranked in shared memory, written in runs)
  *
  * A block takes a tile of keys, gives each key a digit, ranks the keys by
- * digit in shared memory (warp-merged shared atomics), claims each digit's
+ * digit in shared memory (shared atomics, see shared_add), claims each digit's
  * run of output slots with one global atomic, reorders the tile in shared
  * memory and writes it out: consecutive threads write consecutive slots of
  * a run. With at most PARTITION_BINS digits per tile, a run averages tile /
@@ -513,9 +513,9 @@ scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint
  * beyond the tile's PARTITION_BINS claim their slot one by one).
  * ------------------------------------------------------------------------ */
 
-/* Block shape: 512 threads x 8 keys = 4096-key tiles (16 keys per thread
- * or 256-thread blocks measured slower). */
-static const int PARTITION_THREADS = 512;	/* 1024 (8192-key tiles) measured slower */
+/* Block shape: 512 threads x 8 keys = 4096-key tiles (16 keys per thread,
+ * 256- or 1024-thread blocks measured slower). */
+static const int PARTITION_THREADS = 512;
 static const int PARTITION_ITEMS = 8;
 static const size_t PARTITION_TILE = (size_t) PARTITION_THREADS * PARTITION_ITEMS;
 static const uint32_t PARTITION_BINS = 2048;	/* digits a tile can rank */
@@ -538,16 +538,18 @@ partition_smem_bytes(size_t tile, uint32_t bins)
 		tile * (sizeof(K) + (WITH_INDEX ? sizeof(uint32_t) : 0) + sizeof(uint16_t));
 }
 
-/*
- * FROM_INPUT: reads the original keys (row index = position), digit =
- * interval >> shift, cursors indexed by digit. Otherwise: reads the first
- * pass's output (valid_outputs keys and their index), digit = interval -
- * the tile's first group's first interval, cursors indexed by interval.
- * Keys of intervals beyond the cut are dropped.
- */
 /* two blocks per SM: 64 registers a thread (40 for three blocks spilled and
  * measured slower) */
 static const int PARTITION_MIN_BLOCKS = 2;
+
+/*
+ * FROM_INPUT: reads the original keys (row index = position), digit =
+ * interval >> shift, cursors indexed by digit. Otherwise: reads the first
+ * pass's output (valid_outputs keys and their index, or PAIRS), digit =
+ * interval - the tile's first group's first interval, cursors indexed by
+ * interval. Keys of intervals beyond the cut are dropped. BINS: the tile's
+ * histogram (digits beyond it, in the second pass only, claim one by one).
+ */
 
 template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, int THREADS, int ITEMS,
 		  uint32_t BINS>
