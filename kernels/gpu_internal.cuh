@@ -162,7 +162,8 @@ size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,
 /*
  * Writes the keys of intervals 0 .. cut (and their row index, if out_index)
  * to out_keys in interval order; `result` (device memory) receives min,
- * max, cut and the number of outputs written.
+ * max, the interval map, cut and the number of outputs written. The keys
+ * must be 16-byte aligned (device allocations are) and fewer than 2^32.
  */
 gpu_status	approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n,
 							   uint32_t intervals, size_t limit, void *out_keys,
