@@ -20,6 +20,17 @@ gs_sort_request_init(gs_sort_request *request)
 	request->intervals = 10000;
 }
 
+void
+gs_sort_request_set_keys(gs_sort_request *request, void *keys, size_t n, unsigned key_bytes,
+						 unsigned key_bits, uint32_t *row_index)
+{
+	request->keys = keys;
+	request->n = n;
+	request->key_bytes = key_bytes;
+	request->key_bits = key_bits;
+	request->row_index = row_index;
+}
+
 /*
  * What AUTO means. On the CPU, LSD radix is linear in n and beats the
  * O(n log^2 n) networks except on tiny inputs. On the GPU, CUB's radix sort

@@ -157,6 +157,12 @@ typedef struct gs_sort_report
 /* Fills a request with defaults (auto algorithm, auto device, malloc). */
 extern void gs_sort_request_init(gs_sort_request *request);
 
+/* Points a request at n keys of key_bytes bytes, each < 2^key_bits, and at
+ * room for their row index (NULL: none wanted). */
+extern void gs_sort_request_set_keys(gs_sort_request *request, void *keys, size_t n,
+									 unsigned key_bytes, unsigned key_bits,
+									 uint32_t *row_index);
+
 /* Sorts as requested. On GS_OK the report says where and how. Under
  * GS_DEVICE_AUTO a failing GPU makes it sort on the CPU (report->fell_back),
  * so the only errors are bad arguments, host memory and interruption; under

@@ -123,11 +123,8 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 		gs_sort_request request = *settings;
 		gs_sort_report pass_report;
 
-		request.n = n;
-		request.key_bits = layout->word_bits[w];
-		request.key_bytes = request.key_bits <= 32 ? 4 : 8;
-		request.keys = keys;
-		request.row_index = pass_index;
+		gs_sort_request_set_keys(&request, keys, n, layout->word_bits[w] <= 32 ? 4 : 8,
+								 layout->word_bits[w], pass_index);
 		pack_word(layout, (unsigned) w, column_keys, column_nulls,
 				  first_pass ? NULL : order, n, keys, request.key_bytes);
 		status = gs_sort(&request, &pass_report);
@@ -213,11 +210,7 @@ sort_rows_approx(const gs_key_layout *layout, size_t n,
 		limit = limit > nnulls ? limit - nnulls : 1;
 	if (limit > 0 && nkeys > nvalues)
 		limit++;
-	request.n = nkeys;
-	request.key_bytes = 8;
-	request.key_bits = 64;
-	request.keys = keys;
-	request.row_index = value_order;
+	gs_sort_request_set_keys(&request, keys, nkeys, 8, 64, value_order);
 	request.limit = limit;
 	status = gs_sort(&request, report);
 	if (status != GS_OK)

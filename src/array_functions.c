@@ -254,11 +254,8 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	}
 
 	gpusort_request_init(&request);
-	request.n = count;
-	request.key_bytes = sorted->key_bytes;
-	request.key_bits = key_bits;
-	request.keys = sorted->keys;
-	request.row_index = sorted->positions;
+	gs_sort_request_set_keys(&request, sorted->keys, count, sorted->key_bytes, key_bits,
+							 sorted->positions);
 	request.algorithm = algorithm;
 	request.intervals = intervals;
 	status = gs_sort(&request, &sorted->report);
@@ -477,10 +474,7 @@ gpusort_sql_minmax(PG_FUNCTION_ARGS)
 			if (!element_is_null(&input, i))
 				keys[v++] = input.keys[i];
 		gpusort_request_init(&request);
-		request.n = count;
-		request.key_bytes = 8;
-		request.key_bits = 64;
-		request.keys = keys;
+		gs_sort_request_set_keys(&request, keys, count, 8, 64, NULL);
 		gpusort_check_status(gs_minmax(&request, &min_key, &max_key, &report), &report);
 		values[0] = input.type->decode(min_key);
 		values[1] = input.type->decode(max_key);

@@ -232,11 +232,7 @@ run_sort(const sort_case *c, gs_algorithm algorithm, gs_device device, void *key
 	gs_sort_request request;
 
 	gs_sort_request_init(&request);
-	request.n = c->n;
-	request.key_bytes = c->key_bytes;
-	request.key_bits = c->key_bits;
-	request.keys = keys;
-	request.row_index = index;
+	gs_sort_request_set_keys(&request, keys, c->n, c->key_bytes, c->key_bits, index);
 	request.algorithm = algorithm;
 	request.device = device;
 	request.intervals = c->intervals ? c->intervals : 1;
@@ -524,10 +520,7 @@ check_minmax(size_t n, int dist)
 	snprintf(case_name, sizeof(case_name), "minmax n=%zu %s", n, dist_names[dist]);
 	fill_keys(keys, 8, 64, n, dist);
 	gs_sort_request_init(&request);
-	request.n = n;
-	request.key_bytes = 8;
-	request.key_bits = 64;
-	request.keys = keys;
+	gs_sort_request_set_keys(&request, keys, n, 8, 64, NULL);
 	request.gpu_min_elements = 0;
 	request.device = GS_DEVICE_GPU;
 	status = gs_minmax(&request, &gmin, &gmax, &report);
@@ -565,11 +558,7 @@ check_memory_cap(gs_algorithm algorithm)
 	fill_keys(input, 8, 64, n, DIST_UNIFORM);
 	memcpy(keys, input, n * 8);
 	gs_sort_request_init(&request);
-	request.n = n;
-	request.key_bytes = 8;
-	request.key_bits = 64;
-	request.keys = keys;
-	request.row_index = index;
+	gs_sort_request_set_keys(&request, keys, n, 8, 64, index);
 	request.algorithm = algorithm;
 	request.device = GS_DEVICE_GPU;
 	request.gpu_min_elements = 0;
@@ -648,11 +637,7 @@ check_interrupt(gs_algorithm algorithm, int stop_at)
 			 stop_at);
 	fill_keys(keys, 8, 64, n, DIST_UNIFORM);
 	gs_sort_request_init(&request);
-	request.n = n;
-	request.key_bytes = 8;
-	request.key_bits = 64;
-	request.keys = keys;
-	request.row_index = index;
+	gs_sort_request_set_keys(&request, keys, n, 8, 64, index);
 	request.algorithm = algorithm;
 	request.device = GS_DEVICE_GPU;
 	request.gpu_min_elements = 0;

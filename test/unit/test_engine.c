@@ -120,11 +120,7 @@ sort_with(gs_algorithm algorithm, gs_device device, void *keys,
 	gs_sort_request request;
 
 	gs_sort_request_init(&request);
-	request.n = n;
-	request.key_bytes = key_bytes;
-	request.key_bits = key_bytes * 8;
-	request.keys = keys;
-	request.row_index = row_index;
+	gs_sort_request_set_keys(&request, keys, n, key_bytes, key_bytes * 8, row_index);
 	request.algorithm = algorithm;
 	request.device = device;
 	return gs_sort(&request, report);
@@ -217,11 +213,7 @@ test_narrow_keys(void)
 		for (size_t i = 0; i < n; i++)
 			input[i] = keys[i] = bits == 64 ? next_random() : next_random() & ((UINT64_C(1) << bits) - 1);
 		gs_sort_request_init(&request);
-		request.n = n;
-		request.key_bytes = 8;
-		request.key_bits = bits;
-		request.keys = keys;
-		request.row_index = index;
+		gs_sort_request_set_keys(&request, keys, n, 8, bits, index);
 		request.algorithm = GS_ALGO_RADIX;
 		request.device = GS_DEVICE_CPU;
 		CHECK(gs_sort(&request, &report) == GS_OK, "narrow sort");
@@ -333,11 +325,7 @@ test_approx_sort(void)
 					fill_keys(input, 8, n, (distribution) dist);
 					memcpy(keys, input, n * 8);
 					gs_sort_request_init(&request);
-					request.n = n;
-					request.key_bytes = 8;
-					request.key_bits = 64;
-					request.keys = keys;
-					request.row_index = index;
+					gs_sort_request_set_keys(&request, keys, n, 8, 64, index);
 					request.algorithm = GS_ALGO_APPROX;
 					request.device = GS_DEVICE_CPU;
 					request.intervals = interval_counts[c];
@@ -623,11 +611,7 @@ test_interruption(void)
 
 		fill_keys(keys, 4, n, DIST_RANDOM);
 		gs_sort_request_init(&request);
-		request.n = n;
-		request.key_bytes = 4;
-		request.key_bits = 32;
-		request.keys = keys;
-		request.row_index = index;
+		gs_sort_request_set_keys(&request, keys, n, 4, 32, index);
 		request.algorithm = algorithms[a];
 		request.device = GS_DEVICE_CPU;
 		request.poll = stop_after_some_polls;
@@ -669,11 +653,7 @@ test_devices_and_errors(void)
 		fill_keys(input, 4, n, DIST_RANDOM);
 		memcpy(big, input, n * 4);
 		gs_sort_request_init(&request);
-		request.n = n;
-		request.key_bytes = 4;
-		request.key_bits = 32;
-		request.keys = big;
-		request.row_index = index;
+		gs_sort_request_set_keys(&request, big, n, 4, 32, index);
 		request.gpu_memory_limit = 4096;
 		CHECK(gs_sort(&request, &report) == GS_OK && report.fell_back &&
 			  report.ran_on == GS_DEVICE_CPU && report.gpu_status == GS_ERR_GPU_OUT_OF_MEMORY,
