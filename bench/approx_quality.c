@@ -14,7 +14,6 @@
  *     (median of 5, host to host, so transfers included).
  * One CSV row per case; a table last.
  */
-#include "../engine/gpusort_engine.h"
 #include "timing.h"
 
 #include <math.h>
@@ -87,35 +86,18 @@ count_inversions(uint32_t *a, uint32_t *tmp, size_t n)
 	return inversions;
 }
 
+/* Median of 5 sorts of input (n 32-bit keys, row index wanted). */
 static double
 timed_sort(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
 		   gs_algorithm algorithm, uint32_t intervals, gs_sort_report *report)
 {
-	double		times[5];
+	gs_sort_request request;
 
-	for (int r = 0; r < 5; r++)
-	{
-		gs_sort_request request;
-		double		start;
-
-		memcpy(keys, input, n * sizeof(uint32_t));
-		gs_sort_request_init(&request);
-		request.n = n;
-		request.key_bytes = 4;
-		request.key_bits = 32;
-		request.keys = keys;
-		request.row_index = index;
-		request.algorithm = algorithm;
-		request.intervals = intervals;
-		start = now_ms();
-		if (gs_sort(&request, report) != GS_OK)
-		{
-			fprintf(stderr, "sort failed: %s\n", report->gpu_message);
-			exit(1);
-		}
-		times[r] = now_ms() - start;
-	}
-	return median_ms(times, 5);
+	gs_sort_request_init(&request);
+	gs_sort_request_set_keys(&request, keys, n, 4, 32, index);
+	request.algorithm = algorithm;
+	request.intervals = intervals;
+	return median_sort_ms(&request, input, 5, report);
 }
 
 int

@@ -777,6 +777,25 @@ find(const char *kind, const char *algorithm, const char *impl, size_t n, const 
 	return nullptr;
 }
 
+/* One summary line: Gkeys/s of (algorithm, impl) over CUB radix's, per key type. */
+static void
+print_ratio_row(const char *label, const char *algorithm, const char *impl, size_t n,
+				const char *format)
+{
+	printf("\n%-22s", label);
+	for (const KeyType &t : key_types)
+	{
+		const Row  *a = find(t.name, algorithm, impl, n, "uniform");
+		const Row  *c = find(t.name, "cub-radix", "direct", n, "uniform");
+
+		printf(" ");
+		if (a && c)
+			printf(format, a->gkeys / c->gkeys);
+		else
+			printf("%12s", "-");
+	}
+}
+
 static void
 summary(size_t n)
 {
@@ -822,28 +841,8 @@ summary(size_t n)
 
 		printf(" %12.0f", r ? r->gbytes : 0.0);
 	}
-	printf("\n%-22s", "approx/cub-radix");
-	for (const KeyType &t : key_types)
-	{
-		const Row  *a = find(t.name, "approx", "default", n, "uniform");
-		const Row  *c = find(t.name, "cub-radix", "direct", n, "uniform");
-
-		if (a && c)
-			printf(" %12.2f", a->gkeys / c->gkeys);
-		else
-			printf(" %12s", "-");
-	}
-	printf("\n%-22s", "radix ours/cub");
-	for (const KeyType &t : key_types)
-	{
-		const Row  *a = find(t.name, "radix", "ours-core", n, "uniform");
-		const Row  *c = find(t.name, "cub-radix", "direct", n, "uniform");
-
-		if (a && c)
-			printf(" %12.3f", a->gkeys / c->gkeys);
-		else
-			printf(" %12s", "-");
-	}
+	print_ratio_row("approx/cub-radix", "approx", "default", n, "%12.2f");
+	print_ratio_row("radix ours/cub", "radix", "ours-core", n, "%12.3f");
 	printf("\n\nDistributions at n = %zu (Gkeys/s): bitonic/butterfly network, radix ours, approx, cub-radix\n", n);
 	for (const KeyType &t : key_types)
 		for (int d = 0; d < DIST_COUNT; d++)

@@ -9,43 +9,25 @@
  * runs each. The smallest n where the GPU wins is what
  * gpusort.gpu_min_elements should be near.
  */
-#include "../engine/gpusort_engine.h"
 #include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Median of 7 radix sorts of input on one device. */
 static double
-median_sort_ms(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
-			   gs_device device)
+radix_sort_ms(const uint32_t *input, uint32_t *keys, uint32_t *index, size_t n,
+			  gs_device device)
 {
-	double		times[7];
+	gs_sort_request request;
+	gs_sort_report report;
 
-	for (int r = 0; r < 7; r++)
-	{
-		gs_sort_request request;
-		gs_sort_report report;
-		double		start;
-
-		memcpy(keys, input, n * sizeof(uint32_t));
-		gs_sort_request_init(&request);
-		request.n = n;
-		request.key_bytes = 4;
-		request.key_bits = 32;
-		request.keys = keys;
-		request.row_index = index;
-		request.algorithm = GS_ALGO_RADIX;
-		request.device = device;
-		start = now_ms();
-		if (gs_sort(&request, &report) != GS_OK)
-		{
-			fprintf(stderr, "sort failed on %s: %s\n", gs_device_name(device), report.gpu_message);
-			exit(1);
-		}
-		times[r] = now_ms() - start;
-	}
-	return median_ms(times, 7);
+	gs_sort_request_init(&request);
+	gs_sort_request_set_keys(&request, keys, n, 4, 32, index);
+	request.algorithm = GS_ALGO_RADIX;
+	request.device = device;
+	return median_sort_ms(&request, input, 7, &report);
 }
 
 int
@@ -78,8 +60,8 @@ main(int argc, char **argv)
 	printf("%10s %10s %10s  faster\n", "n", "cpu_ms", "gpu_ms");
 	for (size_t n = 256; n <= max_n; n *= 2)
 	{
-		double		cpu = median_sort_ms(input, keys, index, n, GS_DEVICE_CPU);
-		double		gpu_ms = median_sort_ms(input, keys, index, n, GS_DEVICE_GPU);
+		double		cpu = radix_sort_ms(input, keys, index, n, GS_DEVICE_CPU);
+		double		gpu_ms = radix_sort_ms(input, keys, index, n, GS_DEVICE_GPU);
 
 		fprintf(csv, "%zu,%.4f,%.4f\n", n, cpu, gpu_ms);
 		printf("%10zu %10.4f %10.4f  %s\n", n, cpu, gpu_ms, gpu_ms < cpu ? "GPU" : "CPU");
