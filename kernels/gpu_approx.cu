@@ -570,9 +570,8 @@ static const int PARTITION_MIN_BLOCKS = 2;
  * histogram (digits beyond it, in the second pass only, claim one by one).
  */
 
-template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, int THREADS, int ITEMS,
-		  uint32_t BINS>
-__global__ void __launch_bounds__(THREADS, PARTITION_MIN_BLOCKS)
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS>
+__global__ void __launch_bounds__(PARTITION_THREADS, PARTITION_MIN_BLOCKS)
 partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 				 const ApproxResult *result, uint32_t shift,
 				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs)
@@ -580,6 +579,8 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	/* 32-bit keys with their index move as one 64-bit word (key low, index
 	 * high): in shared memory always, through the temporary array if PAIRS */
 	constexpr bool WORDS = WITH_INDEX && sizeof(K) == 4;
+	constexpr int THREADS = PARTITION_THREADS;
+	constexpr int ITEMS = PARTITION_ITEMS;
 	static_assert(!PAIRS || WORDS, "pairs are for 32-bit keys with the index");
 
 	typedef cub::BlockScan<uint32_t, THREADS> BlockScan;
@@ -839,8 +840,7 @@ launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
 				 uint32_t *out_index, uint64_t *pairs, const char *what)
 {
-	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_THREADS,
-										  PARTITION_ITEMS, BINS>;
+	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS>;
 	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(PARTITION_TILE, BINS);
 	const unsigned blocks = (unsigned) ((n + PARTITION_TILE - 1) / PARTITION_TILE);
 
@@ -1159,12 +1159,6 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 			request->max_key = host_result.max_key;
 		}
 	}
-	if (timing != nullptr)
-	{
-		timing->upload_ms = job.elapsed_ms(MARK_START, MARK_UPLOADED);
-		timing->sort_ms = job.elapsed_ms(MARK_UPLOADED, MARK_SORTED);
-		timing->download_ms = job.elapsed_ms(MARK_SORTED, MARK_DOWNLOADED);
-		timing->device_bytes = job.peak_bytes();
-	}
+	job.report_timing(timing);
 	return job.finish();
 }

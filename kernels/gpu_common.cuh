@@ -121,6 +121,10 @@ class Job
 	gpu_status	mark(int which);
 	float		elapsed_ms(int from, int to) const;
 
+	/* Upload, sort and download times between the marks, and the peak
+	 * device memory, into *timing (when not NULL). */
+	void		report_timing(gpu_timing *timing) const;
+
 	/* Waits for the stream, gives back all memory (trimming the pool to
 	 * zero), destroys events; returns the job's final status. */
 	gpu_status	finish();

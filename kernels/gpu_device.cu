@@ -461,6 +461,17 @@ Job::elapsed_ms(int from, int to) const
 	return ms;
 }
 
+void
+Job::report_timing(gpu_timing *timing) const
+{
+	if (timing == nullptr)
+		return;
+	timing->upload_ms = elapsed_ms(MARK_START, MARK_UPLOADED);
+	timing->sort_ms = elapsed_ms(MARK_UPLOADED, MARK_SORTED);
+	timing->download_ms = elapsed_ms(MARK_SORTED, MARK_DOWNLOADED);
+	timing->device_bytes = peak_bytes();
+}
+
 gpu_status
 Job::finish()
 {

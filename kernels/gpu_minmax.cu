@@ -237,12 +237,6 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
 		*min_key = extremes[0];
 		*max_key = extremes[1];
 	}
-	if (timing != nullptr)
-	{
-		timing->upload_ms = job.elapsed_ms(MARK_START, MARK_UPLOADED);
-		timing->sort_ms = job.elapsed_ms(MARK_UPLOADED, MARK_SORTED);
-		timing->download_ms = job.elapsed_ms(MARK_SORTED, MARK_DOWNLOADED);
-		timing->device_bytes = job.peak_bytes();
-	}
+	job.report_timing(timing);
 	return job.finish();
 }

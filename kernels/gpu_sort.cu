@@ -155,12 +155,6 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 	Job			job(request->memory_limit, request->poll, request->poll_arg);
 
 	sort_on_device(job, request);
-	if (timing != nullptr)
-	{
-		timing->upload_ms = job.elapsed_ms(MARK_START, MARK_UPLOADED);
-		timing->sort_ms = job.elapsed_ms(MARK_UPLOADED, MARK_SORTED);
-		timing->download_ms = job.elapsed_ms(MARK_SORTED, MARK_DOWNLOADED);
-		timing->device_bytes = job.peak_bytes();
-	}
+	job.report_timing(timing);
 	return job.finish();
 }
