@@ -542,10 +542,10 @@ static const uint32_t PARTITION_SMALL_BINS = 256;	/* ... where fewer will do */
 static const uint32_t PARTITION_COARSE_GROUPS = 256;	/* first pass: ~this many digits */
 static const uint32_t PARTITION_MAX_GROUP = PARTITION_BINS / 2;	/* intervals per group */
 static const uint32_t PARTITION_MAX_INTERVALS = PARTITION_BINS * PARTITION_MAX_GROUP;
-/* One pass measured faster at 1000 intervals with an earlier version of the
- * kernel; the last run has two passes faster already at 1000 (0.45 against
- * ~0.32 ms at 2^24), so 256 is the next value to verify (bench/README.md). */
-static const uint32_t PARTITION_SINGLE_PASS_MAX = 1024;
+/* Up to this many intervals one pass (0.23 ms at 256 intervals, 2^24
+ * u32+index); beyond, two passes, already faster at 1000 intervals than one
+ * (0.45 ms one pass against ~0.32 for two at 2048 and 10000). */
+static const uint32_t PARTITION_SINGLE_PASS_MAX = 256;
 static const uint32_t NO_DIGIT = 0xffffffffu;
 static_assert(PARTITION_BINS <= 0xffff && PARTITION_TILE <= 0x10000, "digit and rank share 32 bits");
 
@@ -816,20 +816,37 @@ approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const Approx
 		2 * entries * sizeof(uint32_t) + scan_bytes + partition_bytes + 1024;
 }
 
+/*
+ * Lets `kernel` use `bytes` of dynamic shared memory. cudaFuncSetAttribute
+ * costs host time on every call, and a sort's first kernel waits for all the
+ * host work before it: each kernel is set once, for the most asked so far.
+ */
 static gpu_status
 set_shared_limit(Job &job, const void *kernel, size_t bytes)
 {
-	gpu_status	status = job.check(cudaFuncSetAttribute(kernel,
-															cudaFuncAttributeMaxDynamicSharedMemorySize,
-															(int) bytes),
-								   "cudaFuncSetAttribute(approximate sort)");
+	static const void *kernels[64];
+	static size_t configured[64];
+	static int	known = 0;
+	int			i = 0;
+	gpu_status	status;
 
+	while (i < known && kernels[i] != kernel)
+		i++;
+	if (i < known && configured[i] >= bytes)
+		return GPU_OK;
+	status = job.check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+											(int) bytes),
+					   "cudaFuncSetAttribute(approximate sort)");
 	/* as much shared memory as the SM has: more blocks fit */
 	if (status == GPU_OK)
 		status = job.check(cudaFuncSetAttribute(kernel,
 												cudaFuncAttributePreferredSharedMemoryCarveout,
 												(int) cudaSharedmemCarveoutMaxShared),
 						   "cudaFuncSetAttribute(approximate sort carveout)");
+	if (status == GPU_OK && i == known && known < 64)
+		kernels[known++] = kernel;
+	if (status == GPU_OK && i < known)
+		configured[i] = bytes;
 	return status;
 }
 
@@ -947,10 +964,19 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	size_t		scan_bytes = 0;
 	gpu_status	status;
 
-	/* every buffer first: the kernels then follow each other with nothing
-	 * in between */
+	/* 1. per-block min and max (and the counts zeroed), launched first: the
+	 * host work below overlaps it */
 	GS_TRY(job.allocate_array(&counts, entries, "interval counts"));
 	status = job.allocate_array(&partials, 2 * (size_t) minmax_grid, "approximate sort: min/max");
+	if (status == GPU_OK)
+	{
+		minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
+			keys, n, partials, counts, entries);
+		status = job.launched("approximate sort: min/max");
+	}
+
+	/* every other buffer before the next kernel: from then on the kernels
+	 * follow each other with nothing in between */
 	if (status == GPU_OK)
 		status = job.allocate_array(&offsets, entries, "interval offsets");
 	if (status == GPU_OK && groups > 0)
@@ -966,14 +992,6 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	}
 	if (status == GPU_OK && intervals <= APPROX_SMEM_BINS)
 		status = set_shared_limit(job, (const void *) count_smem_kernel<K>, smem_bins);
-
-	/* 1. per-block min and max (and the counts zeroed) */
-	if (status == GPU_OK)
-	{
-		minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
-			keys, n, partials, counts, entries);
-		status = job.launched("approximate sort: min/max");
-	}
 
 	/* 2-3. the interval map, and the counts */
 	if (status == GPU_OK)
