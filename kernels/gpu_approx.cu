@@ -817,36 +817,25 @@ approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const Approx
 }
 
 /*
- * Lets `kernel` use `bytes` of dynamic shared memory. cudaFuncSetAttribute
- * costs host time on every call, and a sort's first kernel waits for all the
- * host work before it: each kernel is set once, for the most asked so far.
+ * Lets `kernel` use up to `bytes` of dynamic shared memory. Callers do it
+ * once per kernel (a static flag, as gpu_networks.cu's launch_pass):
+ * cudaFuncSetAttribute costs host time, and a sort's first kernels wait for
+ * the host work before them.
  */
 static gpu_status
 set_shared_limit(Job &job, const void *kernel, size_t bytes)
 {
-	static const void *kernels[64];
-	static size_t configured[64];
-	static int	known = 0;
-	int			i = 0;
-	gpu_status	status;
+	gpu_status	status = job.check(cudaFuncSetAttribute(kernel,
+															cudaFuncAttributeMaxDynamicSharedMemorySize,
+															(int) bytes),
+								   "cudaFuncSetAttribute(approximate sort)");
 
-	while (i < known && kernels[i] != kernel)
-		i++;
-	if (i < known && configured[i] >= bytes)
-		return GPU_OK;
-	status = job.check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-											(int) bytes),
-					   "cudaFuncSetAttribute(approximate sort)");
 	/* as much shared memory as the SM has: more blocks fit */
 	if (status == GPU_OK)
 		status = job.check(cudaFuncSetAttribute(kernel,
 												cudaFuncAttributePreferredSharedMemoryCarveout,
 												(int) cudaSharedmemCarveoutMaxShared),
 						   "cudaFuncSetAttribute(approximate sort carveout)");
-	if (status == GPU_OK && i == known && known < 64)
-		kernels[known++] = kernel;
-	if (status == GPU_OK && i < known)
-		configured[i] = bytes;
 	return status;
 }
 
@@ -860,8 +849,13 @@ launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS>;
 	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(PARTITION_TILE, BINS);
 	const unsigned blocks = (unsigned) ((n + PARTITION_TILE - 1) / PARTITION_TILE);
+	static bool configured = false;	/* per instantiation */
 
-	GS_TRY(set_shared_limit(job, (const void *) kernel, smem));
+	if (!configured)
+	{
+		GS_TRY(set_shared_limit(job, (const void *) kernel, smem));
+		configured = true;
+	}
 	kernel<<<blocks, PARTITION_THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
 															  cursors, out_keys, out_index, pairs);
 	return job.launched(what);
@@ -962,6 +956,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	GroupedKeys<K> grouped;
 	void	   *scan_temp = nullptr;
 	size_t		scan_bytes = 0;
+	static bool count_configured = false;	/* per key type, for the most bins */
 	gpu_status	status;
 
 	/* 1. per-block min and max (and the counts zeroed), launched first: the
@@ -990,8 +985,12 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 		if (status == GPU_OK)
 			status = job.allocate(&scan_temp, scan_bytes, "scan temporary storage");
 	}
-	if (status == GPU_OK && intervals <= APPROX_SMEM_BINS)
-		status = set_shared_limit(job, (const void *) count_smem_kernel<K>, smem_bins);
+	if (status == GPU_OK && !count_configured)
+	{
+		status = set_shared_limit(job, (const void *) count_smem_kernel<K>,
+								  APPROX_SMEM_BINS * sizeof(uint32_t));
+		count_configured = status == GPU_OK;
+	}
 
 	/* 2-3. the interval map, and the counts */
 	if (status == GPU_OK)
