@@ -499,6 +499,70 @@ row_for(const KeyType &t, const char *distribution, size_t n)
 	return base;
 }
 
+/*
+ * The last timed run's output, checked on the host: every key of the input
+ * once (through the row index, when there is one) and intervals that never
+ * decrease. A tuning variant that is fast but wrong must not win.
+ */
+static bool
+approx_output_correct(const void *input, const void *out, const uint32_t *index,
+					  const ApproxResult *result, size_t n, unsigned key_bytes)
+{
+	ApproxResult host_result;
+	std::vector<uint64_t> in_keys(n), out_keys(n);
+	std::vector<uint32_t> order(index ? n : 0);
+	std::vector<bool> seen(n, false);
+	auto		widen = [&](const void *device, std::vector<uint64_t> &host) {
+		if (key_bytes == 8)
+			return cudaMemcpy(host.data(), device, n * 8, cudaMemcpyDeviceToHost) == cudaSuccess;
+		std::vector<uint32_t> narrow(n);
+
+		if (cudaMemcpy(narrow.data(), device, n * 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+			return false;
+		std::copy(narrow.begin(), narrow.end(), host.begin());
+		return true;
+	};
+
+	if (!widen(input, in_keys) || !widen(out, out_keys) ||
+		cudaMemcpy(&host_result, result, sizeof(host_result), cudaMemcpyDeviceToHost) != cudaSuccess ||
+		(index && cudaMemcpy(order.data(), index, n * 4, cudaMemcpyDeviceToHost) != cudaSuccess))
+		return false;
+	if (host_result.valid_outputs != n)
+		return false;
+	if (!index)
+	{
+		/* the same multiset of keys: sums of a mixing hash (sorting 2^26
+		 * keys twice per row would take longer than the benchmark) */
+		uint64_t	in_sum = 0,
+					out_sum = 0;
+
+		for (size_t i = 0; i < n; i++)
+		{
+			in_sum += mix64(in_keys[i]);
+			out_sum += mix64(out_keys[i]);
+		}
+		if (in_sum != out_sum)
+			return false;
+	}
+	uint32_t	previous = 0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		uint32_t	interval = gs_approx_interval(&host_result.map, out_keys[i]);
+
+		if (interval < previous)
+			return false;
+		previous = interval;
+		if (index)
+		{
+			if (order[i] >= n || seen[order[i]] || in_keys[order[i]] != out_keys[i])
+				return false;
+			seen[order[i]] = true;
+		}
+	}
+	return true;
+}
+
 static bool
 bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *tuning,
 			 const char *impl, Row base, uint32_t intervals = 10000)
@@ -528,6 +592,13 @@ bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *t
 									  tuning));
 		});
 		r.gkeys = n / r.ms / 1e6;
+		/* the last run sorted sets[runs % 3] (see time_median) */
+		if (!approx_output_correct(in.sets[runs % 3], out, index, result, n, t.key_bytes))
+		{
+			fprintf(stderr, "approx %s %s n=%zu: WRONG OUTPUT\n", t.name, impl, n);
+			r.impl = std::string(impl) + "/WRONG";
+			ok = false;
+		}
 		emit(r);
 	}
 	cudaGetLastError();
@@ -573,25 +644,46 @@ bench_all(Job &job, size_t n, const KeyType &t, int dist)
 static void
 bench_approx_variants(Job &job, const Inputs &in, const KeyType &t, const Row &base)
 {
-	static const ApproxTuning approx_variants[] = {
-		{APPROX_SCATTER_CURSORS, 0}, {APPROX_SCATTER_PARTITION, 256},
-		{APPROX_SCATTER_PARTITION, 2048},
+	const ApproxShape D = APPROX_SHAPE_DEFAULT,
+				S512 = APPROX_SHAPE_512x8,
+				S384 = APPROX_SHAPE_384x8,
+				S320 = APPROX_SHAPE_320x8;
+	/* block shapes against the default's choice (see pass_shape) */
+	const ApproxTuning approx_variants[] = {
+		{APPROX_SCATTER_CURSORS, 0, D, D},
+		{APPROX_SCATTER_PARTITION, 2048, D, D},
+		{APPROX_SCATTER_PARTITION, 0, S512, S512},
+		{APPROX_SCATTER_PARTITION, 0, S384, S384},
+		{APPROX_SCATTER_PARTITION, 0, S320, S320},
 	};
+	static const char *const shape_names[] = {"default", "512x8", "384x8", "320x8"};
 	static const uint32_t interval_counts[] = {100, 256, 1000, 2048, 100000, 1000000};
 
 	for (const ApproxTuning &a : approx_variants)
 	{
 		char		name[64];
 
-		if (a.scatter == APPROX_SCATTER_PARTITION)
+		if (a.scatter == APPROX_SCATTER_CURSORS)
+			snprintf(name, sizeof(name), "tune:cursors");
+		else if (a.single_pass_max != 0)
 			snprintf(name, sizeof(name), "tune:partition/single-pass-max%d", a.single_pass_max);
 		else
-			snprintf(name, sizeof(name), "tune:cursors");
+			snprintf(name, sizeof(name), "tune:partition/blocks-%s-%s", shape_names[a.first_shape],
+					 shape_names[a.second_shape]);
 		bench_approx(job, in, t, &a, name, base);
+	}
+	for (uint32_t k : {100u, 256u})
+	{
+		/* one pass: the default block shape against the old one */
+		const ApproxTuning old_shape = {APPROX_SCATTER_PARTITION, 0, S512, S512};
+		char		name[64];
+
+		snprintf(name, sizeof(name), "tune:partition/blocks-512x8/intervals=%u", k);
+		bench_approx(job, in, t, &old_shape, name, base, k);
 	}
 	for (uint32_t k : {1000u, 2048u})
 	{
-		const ApproxTuning one_pass = {APPROX_SCATTER_PARTITION, 2048};
+		const ApproxTuning one_pass = {APPROX_SCATTER_PARTITION, 2048, D, D};
 		char		name[64];
 
 		snprintf(name, sizeof(name), "tune:partition/one-pass/intervals=%u", k);

@@ -50,7 +50,8 @@ static const uint32_t APPROX_SMEM_BINS = 24576;	/* 96 KiB of shared counters */
 static const uint32_t NO_INTERVAL = 0xffffffffu;
 
 /* Default: the partition (bench/README.md compares the methods). */
-static const ApproxTuning default_tuning = {APPROX_SCATTER_PARTITION, 0};
+static const ApproxTuning default_tuning = {APPROX_SCATTER_PARTITION, 0, APPROX_SHAPE_DEFAULT,
+	APPROX_SHAPE_DEFAULT};
 /* Blocks per SM of the grid-stride kernels; 64 registers a thread (3 or 4
  * blocks per SM measured slower or the same). */
 static const int APPROX_BLOCKS_PER_SM = 2;
@@ -532,11 +533,26 @@ scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint
  * beyond the tile's PARTITION_BINS claim their slot one by one).
  * ------------------------------------------------------------------------ */
 
-/* Block shape: 512 threads x 8 keys = 4096-key tiles (16 keys per thread,
- * 256- or 1024-thread blocks measured slower). */
-static const int PARTITION_THREADS = 512;
-static const int PARTITION_ITEMS = 8;
-static const size_t PARTITION_TILE = (size_t) PARTITION_THREADS * PARTITION_ITEMS;
+/*
+ * Block shapes: THREADS x ITEMS keys per tile, MIN_BLOCKS blocks per SM
+ * (which caps the registers). More, smaller blocks per SM keep it busier
+ * through each tile's chain of barriers: at 10000 intervals, for 32-bit
+ * keys, and 64-bit keys alone, 384 x 8 with 3 per SM in the first pass and
+ * 320 x 8 with 4 per SM in the second took 0.308 ms at 2^24 (u32+index)
+ * against 0.322 for 512 x 8 with 2 per SM in both; 64-bit keys with the
+ * index (larger tiles in shared memory) stay with 512 x 8 (0.47 against
+ * 0.50-0.53 ms). pass_shape picks.
+ * Measured and dropped: 256 x 8 with 4 or 5 per SM, 192 x 8 with 6, 448 x 8
+ * with 3 (spills), 384 x 6 with 4; earlier, 16 keys per thread.
+ */
+template <int THREADS_, int ITEMS_, int MIN_BLOCKS_>
+struct PartitionShape
+{
+	static constexpr int THREADS = THREADS_;
+	static constexpr int ITEMS = ITEMS_;
+	static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+	static constexpr size_t TILE = (size_t) THREADS_ * ITEMS_;
+};
 static const uint32_t PARTITION_BINS = 2048;	/* digits a tile can rank */
 static const uint32_t PARTITION_SMALL_BINS = 256;	/* ... where fewer will do */
 static const uint32_t PARTITION_COARSE_GROUPS = 256;	/* first pass: ~this many digits */
@@ -547,7 +563,7 @@ static const uint32_t PARTITION_MAX_INTERVALS = PARTITION_BINS * PARTITION_MAX_G
  * (0.311 ms against 0.434 in one pass). */
 static const uint32_t PARTITION_SINGLE_PASS_MAX = 256;
 static const uint32_t NO_DIGIT = 0xffffffffu;
-static_assert(PARTITION_BINS <= 0xffff && PARTITION_TILE <= 0x10000, "digit and rank share 32 bits");
+static_assert(PARTITION_BINS <= 0xffff, "digit and rank share 32 bits");
 
 template <class K, bool WITH_INDEX>
 static size_t
@@ -556,10 +572,6 @@ partition_smem_bytes(size_t tile, uint32_t bins)
 	return 2 * bins * sizeof(uint32_t) +
 		tile * (sizeof(K) + (WITH_INDEX ? sizeof(uint32_t) : 0) + sizeof(uint16_t));
 }
-
-/* two blocks per SM: 64 registers a thread (40 for three blocks spilled and
- * measured slower) */
-static const int PARTITION_MIN_BLOCKS = 2;
 
 /*
  * FROM_INPUT: reads the original keys (row index = position), digit =
@@ -570,8 +582,8 @@ static const int PARTITION_MIN_BLOCKS = 2;
  * histogram (digits beyond it, in the second pass only, claim one by one).
  */
 
-template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS>
-__global__ void __launch_bounds__(PARTITION_THREADS, PARTITION_MIN_BLOCKS)
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, class Shape>
+__global__ void __launch_bounds__(Shape::THREADS, Shape::MIN_BLOCKS)
 partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 				 const ApproxResult *result, uint32_t shift,
 				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs)
@@ -579,12 +591,13 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	/* 32-bit keys with their index move as one 64-bit word (key low, index
 	 * high): in shared memory always, through the temporary array if PAIRS */
 	constexpr bool WORDS = WITH_INDEX && sizeof(K) == 4;
-	constexpr int THREADS = PARTITION_THREADS;
-	constexpr int ITEMS = PARTITION_ITEMS;
+	constexpr int THREADS = Shape::THREADS;
+	constexpr int ITEMS = Shape::ITEMS;
 	static_assert(!PAIRS || WORDS, "pairs are for 32-bit keys with the index");
+	static_assert(Shape::TILE <= 0x10000, "digit and rank share 32 bits");
 
 	typedef cub::BlockScan<uint32_t, THREADS> BlockScan;
-	const int	BINS_PER_THREAD = BINS > THREADS ? BINS / THREADS : 1;
+	const int	BINS_PER_THREAD = (int) ((BINS + THREADS - 1) / THREADS);
 	__shared__ typename BlockScan::TempStorage scan_storage;
 	__shared__ uint32_t tile_first_interval;
 	extern __shared__ __align__(16) unsigned char partition_smem[];
@@ -796,24 +809,78 @@ scan_counts(void *temp, size_t &temp_bytes, const uint32_t *counts, uint32_t *of
 	return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, counts, offsets, entries, stream);
 }
 
+/*
+ * Where every temporary of one sort lives in its single device allocation:
+ * one cudaMallocAsync before the first kernel instead of one per buffer
+ * (host calls before the min/max kernel are time the GPU waits), and the
+ * same sizes for the budget check (approx_temp_bytes) as for the sort.
+ */
+struct ApproxLayout
+{
+	size_t		counts = 0,		/* entries: per interval, then the total */
+				partials = 0,	/* 2 per min/max block */
+				offsets = 0,	/* entries */
+				group_cursors = 0,	/* groups (two passes only) */
+				grouped_keys = 0,	/* n keys, or n 64-bit pairs */
+				grouped_index = 0,	/* n (keys of 64 bits with the index) */
+				scan_temp = 0,	/* cub::DeviceScan's, beyond SMALL_SCAN_ENTRIES */
+				scan_bytes = 0,
+				total = 0;
+};
+
+static size_t
+place(size_t &cursor, size_t bytes)
+{
+	size_t		at = cursor;
+
+	cursor += (bytes + 255) & ~(size_t) 255;
+	return at;
+}
+
+static void
+approx_layout(size_t n, unsigned key_bytes, uint32_t intervals, bool with_index,
+			  const ApproxTuning &t, ApproxLayout *layout)
+{
+	const size_t entries = (size_t) intervals + 1;
+	const uint32_t shift = t.scatter == APPROX_SCATTER_PARTITION ? partition_shift(intervals, t) : 0;
+	size_t		cursor = 0;
+
+	*layout = ApproxLayout();
+	if (entries > SMALL_SCAN_ENTRIES &&
+		scan_counts(nullptr, layout->scan_bytes, nullptr, nullptr, entries, nullptr) != cudaSuccess)
+	{
+		/* only a size query; should it fail, the scan itself reports it */
+		cudaGetLastError();
+		layout->scan_bytes = entries * sizeof(uint32_t);
+	}
+	layout->counts = place(cursor, entries * sizeof(uint32_t));
+	layout->partials = place(cursor, 2 * sizeof(uint64_t) * approx_grid(n) * MINMAX_GRID_FACTOR);
+	layout->offsets = place(cursor, entries * sizeof(uint32_t));
+	if (shift > 0)
+	{
+		layout->group_cursors = place(cursor, partition_groups(intervals, shift) * sizeof(uint32_t));
+		if (with_index && key_bytes == 4)
+			layout->grouped_keys = place(cursor, n * sizeof(uint64_t));
+		else
+		{
+			layout->grouped_keys = place(cursor, n * key_bytes);
+			if (with_index)
+				layout->grouped_index = place(cursor, n * sizeof(uint32_t));
+		}
+	}
+	if (layout->scan_bytes > 0)
+		layout->scan_temp = place(cursor, layout->scan_bytes);
+	layout->total = cursor;
+}
+
 size_t
 approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals, const ApproxTuning *tuning)
 {
-	ApproxTuning t = resolve_tuning(tuning, intervals);
-	size_t		entries = (size_t) intervals + 1;
-	size_t		scan_bytes = 0;
-	size_t		partition_bytes = 0;
+	ApproxLayout layout;
 
-	if (scan_counts(nullptr, scan_bytes, nullptr, nullptr, entries, work_stream()) != cudaSuccess)
-	{
-		cudaGetLastError();
-		scan_bytes = entries * sizeof(uint32_t);	/* a generous guess */
-	}
-	if (t.scatter == APPROX_SCATTER_PARTITION && partition_shift(intervals, t) > 0)
-		partition_bytes = n * (key_bytes + sizeof(uint32_t)) +
-			partition_groups(intervals, partition_shift(intervals, t)) * sizeof(uint32_t) + 1024;
-	return 2 * sizeof(uint64_t) * approx_grid(n) * MINMAX_GRID_FACTOR +
-		2 * entries * sizeof(uint32_t) + scan_bytes + partition_bytes + 1024;
+	/* with the index: the larger of the two */
+	approx_layout(n, key_bytes, intervals, true, resolve_tuning(tuning, intervals), &layout);
+	return layout.total;
 }
 
 /*
@@ -840,15 +907,15 @@ set_shared_limit(Job &job, const void *kernel, size_t bytes)
 }
 
 /* One partition pass, with a tile histogram of BINS digits. */
-template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS>
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, class Shape>
 static gpu_status
 launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
 				 uint32_t *out_index, uint64_t *pairs, const char *what)
 {
-	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS>;
-	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(PARTITION_TILE, BINS);
-	const unsigned blocks = (unsigned) ((n + PARTITION_TILE - 1) / PARTITION_TILE);
+	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS, Shape>;
+	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS);
+	const unsigned blocks = (unsigned) ((n + Shape::TILE - 1) / Shape::TILE);
 	static bool configured = false;	/* per instantiation */
 
 	if (!configured)
@@ -856,22 +923,22 @@ launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 		GS_TRY(set_shared_limit(job, (const void *) kernel, smem));
 		configured = true;
 	}
-	kernel<<<blocks, PARTITION_THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
-															  cursors, out_keys, out_index, pairs);
+	kernel<<<blocks, Shape::THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
+														   cursors, out_keys, out_index, pairs);
 	return job.launched(what);
 }
 
 /* ... with the smaller histogram where the pass's digits (mostly) fit in it. */
-template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS>
+template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, class Shape>
 static gpu_status
 partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
 			   ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
 			   uint32_t *out_index, uint64_t *pairs, const char *what)
 {
 	if (digits <= PARTITION_SMALL_BINS)
-		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS>(
+		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS, Shape>(
 			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
-	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS>(
+	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, Shape>(
 		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
 }
 
@@ -885,23 +952,42 @@ struct GroupedKeys
 	K		   *keys = nullptr;
 	uint32_t   *index = nullptr;
 	uint64_t   *pairs = nullptr;
-
-	gpu_status	allocate(Job &job, size_t n, bool with_index)
-	{
-		if (with_index && sizeof(K) == 4)
-			return job.allocate_array(&pairs, n, "approximate sort: grouped keys");
-		GS_TRY(job.allocate_array(&keys, n, "approximate sort: grouped keys"));
-		return with_index ? job.allocate_array(&index, n, "approximate sort: grouped row index") :
-			GPU_OK;
-	}
-
-	void		release(Job &job)
-	{
-		job.release(pairs);
-		job.release(index);
-		job.release(keys);
-	}
 };
+
+/* Calls f with the block shape `shape` (never APPROX_SHAPE_DEFAULT). */
+template <class F>
+static gpu_status
+with_partition_shape(ApproxShape shape, F f)
+{
+	switch (shape)
+	{
+		case APPROX_SHAPE_384x8:
+			return f(PartitionShape<384, 8, 3>());
+		case APPROX_SHAPE_320x8:
+			return f(PartitionShape<320, 8, 4>());
+		default:
+			return f(PartitionShape<512, 8, 2>());
+	}
+}
+
+/*
+ * The shape a pass runs with: the tuning's, or by default the smaller blocks
+ * for either of two passes that ranks its tiles in the 256-digit histogram
+ * (10000 intervals, say), with keys of 32 bits or without the index.
+ * Larger histograms (more registers a thread: 100000 intervals, 0.70 ms
+ * against 0.57 at 2^24) and the single pass (shorter runs: 256 intervals,
+ * 0.27 against 0.23) keep 512 x 8.
+ */
+static ApproxShape
+pass_shape(ApproxShape asked, bool first_pass, uint32_t digits, bool two_passes,
+		   unsigned key_bytes, bool with_index)
+{
+	if (asked != APPROX_SHAPE_DEFAULT)
+		return asked;
+	if ((key_bytes == 8 && with_index) || !two_passes || digits > PARTITION_SMALL_BINS)
+		return APPROX_SHAPE_512x8;
+	return first_pass ? APPROX_SHAPE_384x8 : APPROX_SHAPE_320x8;
+}
 
 /*
  * The partition: one pass (shift 0: digit = interval), or two (digit =
@@ -915,25 +1001,34 @@ static gpu_status
 partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t shift,
 				 uint32_t groups, ApproxResult *result, uint32_t *offsets,
 				 uint32_t *group_cursors, const GroupedKeys<K> &grouped, K *out_keys,
-				 uint32_t *out_index)
+				 uint32_t *out_index, const ApproxTuning &t)
 {
 	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
 	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
+	const uint32_t first_digits = shift == 0 ? intervals : groups;
+	const uint32_t second_digits = 4u << shift;
+	const ApproxShape first = pass_shape(t.first_shape, true, first_digits, shift > 0, sizeof(K),
+										 WITH_INDEX);
+	const ApproxShape second = pass_shape(t.second_shape, false, second_digits, true, sizeof(K),
+										  WITH_INDEX);
 
 	if (shift == 0)
-		return partition_pass<K, true, WITH_INDEX, false>(job, intervals, keys, nullptr, n, result,
-														  0, offsets, out_keys, out_index, nullptr,
-														  "approximate sort: partition");
-	gpu_status	status = partition_pass<K, true, WITH_INDEX, PAIRS>(
-		job, groups, keys, nullptr, n, result, shift, group_cursors, grouped.keys, grouped.index,
-		grouped.pairs, "approximate sort: partition by group");
-
-	GS_TRY(status);
+		return with_partition_shape(first, [&](auto shape) {
+			return partition_pass<K, true, WITH_INDEX, false, decltype(shape)>(
+				job, first_digits, keys, nullptr, n, result, 0, offsets, out_keys, out_index,
+				nullptr, "approximate sort: partition");
+		});
+	GS_TRY(with_partition_shape(first, [&](auto shape) {
+		return partition_pass<K, true, WITH_INDEX, PAIRS, decltype(shape)>(
+			job, first_digits, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
+			grouped.index, grouped.pairs, "approximate sort: partition by group");
+	}));
 	GS_TRY(job.progress(n));
-	return partition_pass<K, false, WITH_INDEX, PAIRS>(job, 4u << shift, grouped.keys,
-													   grouped.index, n, result, shift, offsets,
-													   out_keys, out_index, grouped.pairs,
-													   "approximate sort: partition by interval");
+	return with_partition_shape(second, [&](auto shape) {
+		return partition_pass<K, false, WITH_INDEX, PAIRS, decltype(shape)>(
+			job, second_digits, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
+			out_index, grouped.pairs, "approximate sort: partition by interval");
+	});
 }
 
 template <class K>
@@ -942,49 +1037,44 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t)
 {
 	const size_t entries = (size_t) intervals + 1;	/* the last: the total */
-	const size_t smem_bins = (size_t) intervals * sizeof(uint32_t);
 	const bool	partition = t.scatter == APPROX_SCATTER_PARTITION;
 	const uint32_t shift = partition ? partition_shift(intervals, t) : 0;
 	const uint32_t groups = shift > 0 ? partition_groups(intervals, shift) : 0;
 	const bool	small_scan = entries <= SMALL_SCAN_ENTRIES;
 	const unsigned grid = approx_grid(n);
 	const unsigned minmax_grid = grid * MINMAX_GRID_FACTOR;
-	uint64_t   *partials = nullptr;
-	uint32_t   *counts = nullptr;
-	uint32_t   *offsets = nullptr;
-	uint32_t   *group_cursors = nullptr;
-	GroupedKeys<K> grouped;
-	void	   *scan_temp = nullptr;
-	size_t		scan_bytes = 0;
+	ApproxLayout layout;
+	unsigned char *temp = nullptr;
 	static bool count_configured = false;	/* per key type, for the most bins */
 	gpu_status	status;
 
-	/* 1. per-block min and max (and the counts zeroed), launched first: the
-	 * host work below overlaps it */
-	GS_TRY(job.allocate_array(&counts, entries, "interval counts"));
-	status = job.allocate_array(&partials, 2 * (size_t) minmax_grid, "approximate sort: min/max");
-	if (status == GPU_OK)
+	approx_layout(n, sizeof(K), intervals, out_index != nullptr, t, &layout);
+	GS_TRY(job.allocate(reinterpret_cast<void **>(&temp), layout.total,
+						"approximate sort: temporary buffers"));
+
+	uint32_t   *counts = reinterpret_cast<uint32_t *>(temp + layout.counts);
+	uint64_t   *partials = reinterpret_cast<uint64_t *>(temp + layout.partials);
+	uint32_t   *offsets = reinterpret_cast<uint32_t *>(temp + layout.offsets);
+	uint32_t   *group_cursors = groups > 0 ?
+		reinterpret_cast<uint32_t *>(temp + layout.group_cursors) : nullptr;
+	void	   *scan_temp = layout.scan_bytes > 0 ? temp + layout.scan_temp : nullptr;
+	GroupedKeys<K> grouped;
+
+	if (groups > 0 && out_index != nullptr && sizeof(K) == 4)
+		grouped.pairs = reinterpret_cast<uint64_t *>(temp + layout.grouped_keys);
+	else if (groups > 0)
 	{
-		minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
-			keys, n, partials, counts, entries);
-		status = job.launched("approximate sort: min/max");
+		grouped.keys = reinterpret_cast<K *>(temp + layout.grouped_keys);
+		if (out_index != nullptr)
+			grouped.index = reinterpret_cast<uint32_t *>(temp + layout.grouped_index);
 	}
 
-	/* every other buffer before the next kernel: from then on the kernels
-	 * follow each other with nothing in between */
-	if (status == GPU_OK)
-		status = job.allocate_array(&offsets, entries, "interval offsets");
-	if (status == GPU_OK && groups > 0)
-		status = job.allocate_array(&group_cursors, groups, "approximate sort: group cursors");
-	if (status == GPU_OK && groups > 0)
-		status = grouped.allocate(job, n, out_index != nullptr);
-	if (status == GPU_OK && !small_scan)
-	{
-		status = job.check(scan_counts(nullptr, scan_bytes, counts, offsets, entries, job.stream()),
-						   "cub::DeviceScan (temporary storage size)");
-		if (status == GPU_OK)
-			status = job.allocate(&scan_temp, scan_bytes, "scan temporary storage");
-	}
+	/* 1. per-block min and max (and the counts zeroed), launched first: the
+	 * host work below overlaps it */
+	minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
+		keys, n, partials, counts, entries);
+	status = job.launched("approximate sort: min/max");
+
 	if (status == GPU_OK && !count_configured)
 	{
 		status = set_shared_limit(job, (const void *) count_smem_kernel<K>,
@@ -998,7 +1088,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 		const bool	in_smem = intervals <= APPROX_SMEM_BINS;
 		const auto	kernel = in_smem ? count_smem_kernel<K> : count_global_kernel<K>;
 
-		kernel<<<grid, APPROX_THREADS, in_smem ? smem_bins : 0, job.stream()>>>(
+		kernel<<<grid, APPROX_THREADS, in_smem ? intervals * sizeof(uint32_t) : 0, job.stream()>>>(
 			keys, n, partials, minmax_grid, result, intervals, counts);
 		status = job.launched("approximate sort: count");
 	}
@@ -1012,8 +1102,10 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 			counts, (uint32_t) entries, n, limit, groups, shift, offsets, group_cursors, result);
 		status = job.launched("approximate sort: scan and cut");
 	}
-	else if (status == GPU_OK)
+	else if (status == GPU_OK && !small_scan)
 	{
+		size_t		scan_bytes = layout.scan_bytes;
+
 		status = job.check(scan_counts(scan_temp, scan_bytes, counts, offsets, entries, job.stream()),
 						   "cub::DeviceScan");
 		if (status == GPU_OK)
@@ -1033,21 +1125,16 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK && partition)
 		status = out_index != nullptr ?
 			partition_passes<K, true>(job, keys, n, intervals, shift, groups, result, offsets,
-									  group_cursors, grouped, out_keys, out_index) :
+									  group_cursors, grouped, out_keys, out_index, t) :
 			partition_passes<K, false>(job, keys, n, intervals, shift, groups, result, offsets,
-									   group_cursors, grouped, out_keys, out_index);
+									   group_cursors, grouped, out_keys, out_index, t);
 	else if (status == GPU_OK)
 	{
 		scatter_cursors_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
 			keys, n, result, offsets, out_keys, out_index);
 		status = job.launched("approximate sort: scatter");
 	}
-	grouped.release(job);
-	job.release(scan_temp);
-	job.release(group_cursors);
-	job.release(offsets);
-	job.release(partials);
-	job.release(counts);
+	job.release(temp);
 	if (status != GPU_OK)
 		return status;
 	return job.progress(n);

@@ -148,12 +148,24 @@ enum ApproxScatter
 	APPROX_SCATTER_CURSORS		/* the paper's: one global atomic per key */
 };
 
+/* The partition's thread blocks: threads x keys per thread (gpu_approx.cu
+ * says how many per SM, and which the default picks). */
+enum ApproxShape
+{
+	APPROX_SHAPE_DEFAULT = 0,
+	APPROX_SHAPE_512x8,
+	APPROX_SHAPE_384x8,
+	APPROX_SHAPE_320x8
+};
+
 /* How the scatter claims output slots (benchmark tuning; NULL = default). */
 struct ApproxTuning
 {
 	ApproxScatter scatter;
 	int			single_pass_max;	/* partition: up to this many intervals in
 									 * one pass (0 = default) */
+	ApproxShape first_shape;	/* partition: the first (or only) pass */
+	ApproxShape second_shape;	/* partition: the second pass */
 };
 
 size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,

@@ -44,7 +44,21 @@ gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
 	map.narrow = intervals > map.range;
 	map.range32 = map.range <= 0xffffffffu;
 	map.scale = 0;
-	if (!map.narrow)
+	if (!map.narrow && map.range32)
+	{
+		/*
+		 * The same floor with two 64-bit divisions: on the GPU, where every
+		 * counting block makes the map, the 128-bit one is a long software
+		 * loop. intervals * 2^32 / (range + 1) < 2^32 since intervals <=
+		 * range, and the remainder times 2^32 fits in 64 bits.
+		 */
+		uint64_t	divisor = map.range + 1;	/* <= 2^32 */
+		uint64_t	upper = ((uint64_t) intervals << 32) / divisor;
+		uint64_t	rest = ((uint64_t) intervals << 32) % divisor;
+
+		map.scale = upper << 32 | ((rest << 32) / divisor);
+	}
+	else if (!map.narrow)
 		map.scale = (uint64_t) ((((unsigned __int128) intervals) << 64) /
 								((unsigned __int128) map.range + 1));
 	return map;

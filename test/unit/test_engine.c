@@ -239,7 +239,8 @@ reference_interval(uint64_t min_key, uint64_t max_key, uint32_t intervals, uint6
 static void
 test_interval_map(void)
 {
-	int			mismatches = 0;
+	int			mismatches = 0,
+				scale_mismatches = 0;
 
 	for (int trial = 0; trial < 200000; trial++)
 	{
@@ -291,8 +292,15 @@ test_interval_map(void)
 			key = a;
 		if (gs_approx_interval(&map, key) != reference_interval(a, b, intervals, key))
 			mismatches++;
+		/* the 64-bit way of making the scale gives the 128-bit floor */
+		if (!map.narrow &&
+			map.scale != (uint64_t) ((((unsigned __int128) intervals) << 64) /
+									 ((unsigned __int128) (b - a) + 1)))
+			scale_mismatches++;
 	}
 	CHECK(mismatches == 0, "interval map disagrees with exact division %d times", mismatches);
+	CHECK(scale_mismatches == 0, "interval map scale differs from the 128-bit floor %d times",
+		  scale_mismatches);
 }
 
 /* The approximate sort's guarantee, checked on the output: intervals never
