@@ -86,6 +86,7 @@ struct Row
 	double		gkeys;
 	int			passes;
 	double		gbytes;			/* bytes moved per second, where counted */
+	int			timed_runs = runs;	/* the median's runs */
 };
 
 static std::vector<Row> rows;
@@ -96,18 +97,18 @@ emit(const Row &r)
 	rows.push_back(r);
 	fprintf(csv, "%s,%s,%s,%zu,%u,%u,%d,%s,%.5f,%.4f,%d,%d,%.1f\n", r.kind.c_str(),
 			r.algorithm.c_str(), r.impl.c_str(), r.n, r.key_bytes, r.key_bits, (int) r.index,
-			r.distribution.c_str(), r.ms, r.gkeys, runs, r.passes, r.gbytes);
+			r.distribution.c_str(), r.ms, r.gkeys, r.timed_runs, r.passes, r.gbytes);
 	fflush(csv);
 }
 
 /*
- * Times `work` (queued on `stream`) `runs` times after one warm-up; before
+ * Times `work` (queued on `stream`) `count` times after one warm-up; before
  * each run, untimed, `prepare(run)` restores the input (from input set
  * run % 3). Returns the median in milliseconds.
  */
 template <class Prepare, class Work>
 static double
-time_median(Prepare prepare, Work work)
+time_median(Prepare prepare, Work work, int count = runs)
 {
 	cudaEvent_t start,
 				stop;
@@ -115,7 +116,7 @@ time_median(Prepare prepare, Work work)
 
 	CUDA_OK(cudaEventCreate(&start));
 	CUDA_OK(cudaEventCreate(&stop));
-	for (int r = -1; r < runs; r++)
+	for (int r = -1; r < count; r++)
 	{
 		prepare(r + 1);
 		CUDA_OK(cudaStreamSynchronize(stream));
@@ -672,15 +673,6 @@ bench_approx_variants(Job &job, const Inputs &in, const KeyType &t, const Row &b
 					 shape_names[a.second_shape]);
 		bench_approx(job, in, t, &a, name, base);
 	}
-	for (uint32_t k : {100u, 256u})
-	{
-		/* one pass: the default block shape against the old one */
-		const ApproxTuning old_shape = {APPROX_SCATTER_PARTITION, 0, S512, S512};
-		char		name[64];
-
-		snprintf(name, sizeof(name), "tune:partition/blocks-512x8/intervals=%u", k);
-		bench_approx(job, in, t, &old_shape, name, base, k);
-	}
 	for (uint32_t k : {1000u, 2048u})
 	{
 		const ApproxTuning one_pass = {APPROX_SCATTER_PARTITION, 2048, D, D};
@@ -837,19 +829,16 @@ bench_transfers(size_t max_bytes)
 				r.key_bytes = r.key_bits = 0;
 				r.index = false;
 				r.passes = 0;
-				int			saved_runs = runs;
-
-				runs = std::max(runs, 9);	/* transfers are noisier than kernels */
+				r.timed_runs = std::max(runs, 9);	/* transfers are noisier than kernels */
 				r.ms = time_median([](int) {}, [&]() {
 					if (dir)
 						CUDA_OK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
 					else
 						CUDA_OK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
-				});
+				}, r.timed_runs);
 				r.gbytes = bytes / (r.ms * 1e6);
 				r.gkeys = 0;
 				emit(r);
-				runs = saved_runs;
 			}
 	cudaFree(device);
 	cudaFreeHost(pinned);

@@ -541,7 +541,8 @@ scatter_cursors_kernel(const K *keys, size_t n, const ApproxResult *result, uint
  * 320 x 8 with 4 per SM in the second took 0.308 ms at 2^24 (u32+index)
  * against 0.322 for 512 x 8 with 2 per SM in both; 64-bit keys with the
  * index (larger tiles in shared memory) stay with 512 x 8 (0.47 against
- * 0.50-0.53 ms). pass_shape picks.
+ * 0.50-0.53 ms), as do the single pass and histograms of more than 256
+ * digits (partition_passes, partition_pass).
  * Measured and dropped: 256 x 8 with 4 or 5 per SM, 192 x 8 with 6, 448 x 8
  * with 3 (spills), 384 x 6 with 4; earlier, 16 keys per thread.
  */
@@ -553,6 +554,7 @@ struct PartitionShape
 	static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
 	static constexpr size_t TILE = (size_t) THREADS_ * ITEMS_;
 };
+typedef PartitionShape<512, 8, 2> LargeBlocks;
 static const uint32_t PARTITION_BINS = 2048;	/* digits a tile can rank */
 static const uint32_t PARTITION_SMALL_BINS = 256;	/* ... where fewer will do */
 static const uint32_t PARTITION_COARSE_GROUPS = 256;	/* first pass: ~this many digits */
@@ -928,7 +930,12 @@ launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 	return job.launched(what);
 }
 
-/* ... with the smaller histogram where the pass's digits (mostly) fit in it. */
+/*
+ * ... with the smaller histogram where the pass's digits (mostly) fit in
+ * it; the larger one always with the large blocks (the smaller blocks' few
+ * registers do not hold a thread's share of it: 100000 intervals took 0.70
+ * ms against 0.57 at 2^24).
+ */
 template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, class Shape>
 static gpu_status
 partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
@@ -938,7 +945,7 @@ partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_i
 	if (digits <= PARTITION_SMALL_BINS)
 		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS, Shape>(
 			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
-	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, Shape>(
+	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, LargeBlocks>(
 		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
 }
 
@@ -966,25 +973,22 @@ with_partition_shape(ApproxShape shape, F f)
 		case APPROX_SHAPE_320x8:
 			return f(PartitionShape<320, 8, 4>());
 		default:
-			return f(PartitionShape<512, 8, 2>());
+			return f(LargeBlocks());
 	}
 }
 
 /*
- * The shape a pass runs with: the tuning's, or by default the smaller blocks
- * for either of two passes that ranks its tiles in the 256-digit histogram
- * (10000 intervals, say), with keys of 32 bits or without the index.
- * Larger histograms (more registers a thread: 100000 intervals, 0.70 ms
- * against 0.57 at 2^24) and the single pass (shorter runs: 256 intervals,
- * 0.27 against 0.23) keep 512 x 8.
+ * The shape one of two passes runs with: the tuning's, or by default the
+ * smaller blocks, except for 64-bit keys with the index. (The single pass
+ * always takes the large blocks: its runs go straight to the output, and
+ * shorter ones cost more, 0.27 against 0.23 ms at 256 intervals, 2^24.)
  */
 static ApproxShape
-pass_shape(ApproxShape asked, bool first_pass, uint32_t digits, bool two_passes,
-		   unsigned key_bytes, bool with_index)
+pass_shape(ApproxShape asked, bool first_pass, unsigned key_bytes, bool with_index)
 {
 	if (asked != APPROX_SHAPE_DEFAULT)
 		return asked;
-	if ((key_bytes == 8 && with_index) || !two_passes || digits > PARTITION_SMALL_BINS)
+	if (key_bytes == 8 && with_index)
 		return APPROX_SHAPE_512x8;
 	return first_pass ? APPROX_SHAPE_384x8 : APPROX_SHAPE_320x8;
 }
@@ -1005,28 +1009,21 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 {
 	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
 	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
-	const uint32_t first_digits = shift == 0 ? intervals : groups;
-	const uint32_t second_digits = 4u << shift;
-	const ApproxShape first = pass_shape(t.first_shape, true, first_digits, shift > 0, sizeof(K),
-										 WITH_INDEX);
-	const ApproxShape second = pass_shape(t.second_shape, false, second_digits, true, sizeof(K),
-										  WITH_INDEX);
-
 	if (shift == 0)
-		return with_partition_shape(first, [&](auto shape) {
-			return partition_pass<K, true, WITH_INDEX, false, decltype(shape)>(
-				job, first_digits, keys, nullptr, n, result, 0, offsets, out_keys, out_index,
-				nullptr, "approximate sort: partition");
-		});
-	GS_TRY(with_partition_shape(first, [&](auto shape) {
+		return partition_pass<K, true, WITH_INDEX, false, LargeBlocks>(
+			job, intervals, keys, nullptr, n, result, 0, offsets, out_keys, out_index, nullptr,
+			"approximate sort: partition");
+	GS_TRY(with_partition_shape(pass_shape(t.first_shape, true, sizeof(K), WITH_INDEX),
+								[&](auto shape) {
 		return partition_pass<K, true, WITH_INDEX, PAIRS, decltype(shape)>(
-			job, first_digits, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
+			job, groups, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
 			grouped.index, grouped.pairs, "approximate sort: partition by group");
 	}));
 	GS_TRY(job.progress(n));
-	return with_partition_shape(second, [&](auto shape) {
+	return with_partition_shape(pass_shape(t.second_shape, false, sizeof(K), WITH_INDEX),
+								[&](auto shape) {
 		return partition_pass<K, false, WITH_INDEX, PAIRS, decltype(shape)>(
-			job, second_digits, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
+			job, 4u << shift, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
 			out_index, grouped.pairs, "approximate sort: partition by interval");
 	});
 }
