@@ -512,7 +512,7 @@ approx_output_correct(const void *input, const void *out, const uint32_t *index,
 	ApproxResult host_result;
 	std::vector<uint64_t> in_keys(n), out_keys(n);
 	std::vector<uint32_t> order(index ? n : 0);
-	std::vector<bool> seen(n, false);
+	std::vector<bool> seen(index ? n : 0, false);
 	auto		widen = [&](const void *device, std::vector<uint64_t> &host) {
 		if (key_bytes == 8)
 			return cudaMemcpy(host.data(), device, n * 8, cudaMemcpyDeviceToHost) == cudaSuccess;
@@ -639,8 +639,8 @@ bench_all(Job &job, size_t n, const KeyType &t, int dist)
 }
 
 /*
- * The approximate sort's ways of claiming output slots ("tune:" rows), and
- * the default at other interval counts ("intervals=K" rows).
+ * The approximate sort's scatter methods and partition block shapes ("tune:"
+ * rows), and the default at other interval counts ("intervals=K" rows).
  */
 static void
 bench_approx_variants(Job &job, const Inputs &in, const KeyType &t, const Row &base)
@@ -652,7 +652,6 @@ bench_approx_variants(Job &job, const Inputs &in, const KeyType &t, const Row &b
 	/* block shapes against the default's choice (see pass_shape) */
 	const ApproxTuning approx_variants[] = {
 		{APPROX_SCATTER_CURSORS, 0, D, D},
-		{APPROX_SCATTER_PARTITION, 2048, D, D},
 		{APPROX_SCATTER_PARTITION, 0, S512, S512},
 		{APPROX_SCATTER_PARTITION, 0, S384, S384},
 		{APPROX_SCATTER_PARTITION, 0, S320, S320},
@@ -666,8 +665,6 @@ bench_approx_variants(Job &job, const Inputs &in, const KeyType &t, const Row &b
 
 		if (a.scatter == APPROX_SCATTER_CURSORS)
 			snprintf(name, sizeof(name), "tune:cursors");
-		else if (a.single_pass_max != 0)
-			snprintf(name, sizeof(name), "tune:partition/single-pass-max%d", a.single_pass_max);
 		else
 			snprintf(name, sizeof(name), "tune:partition/blocks-%s-%s", shape_names[a.first_shape],
 					 shape_names[a.second_shape]);

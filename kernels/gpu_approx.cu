@@ -752,7 +752,6 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	}
 }
 
-
 /* ------------------------------------------------------------------------
  * Host side
  * ------------------------------------------------------------------------ */
@@ -828,6 +827,7 @@ struct ApproxLayout
 				scan_temp = 0,	/* cub::DeviceScan's, beyond SMALL_SCAN_ENTRIES */
 				scan_bytes = 0,
 				total = 0;
+	bool		grouped_pairs = false;	/* 32-bit keys with the index, as pairs */
 };
 
 static size_t
@@ -861,7 +861,8 @@ approx_layout(size_t n, unsigned key_bytes, uint32_t intervals, bool with_index,
 	if (shift > 0)
 	{
 		layout->group_cursors = place(cursor, partition_groups(intervals, shift) * sizeof(uint32_t));
-		if (with_index && key_bytes == 4)
+		layout->grouped_pairs = with_index && key_bytes == 4;
+		if (layout->grouped_pairs)
 			layout->grouped_keys = place(cursor, n * sizeof(uint64_t));
 		else
 		{
@@ -1009,6 +1010,7 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 {
 	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
 	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
+
 	if (shift == 0)
 		return partition_pass<K, true, WITH_INDEX, false, LargeBlocks>(
 			job, intervals, keys, nullptr, n, result, 0, offsets, out_keys, out_index, nullptr,
@@ -1057,7 +1059,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	void	   *scan_temp = layout.scan_bytes > 0 ? temp + layout.scan_temp : nullptr;
 	GroupedKeys<K> grouped;
 
-	if (groups > 0 && out_index != nullptr && sizeof(K) == 4)
+	if (groups > 0 && layout.grouped_pairs)
 		grouped.pairs = reinterpret_cast<uint64_t *>(temp + layout.grouped_keys);
 	else if (groups > 0)
 	{
@@ -1099,7 +1101,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 			counts, (uint32_t) entries, n, limit, groups, shift, offsets, group_cursors, result);
 		status = job.launched("approximate sort: scan and cut");
 	}
-	else if (status == GPU_OK && !small_scan)
+	else if (status == GPU_OK)
 	{
 		size_t		scan_bytes = layout.scan_bytes;
 
@@ -1127,7 +1129,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 									   group_cursors, grouped, out_keys, out_index, t);
 	else if (status == GPU_OK)
 	{
-		scatter_cursors_kernel<K><<<approx_grid(n), APPROX_THREADS, 0, job.stream()>>>(
+		scatter_cursors_kernel<K><<<grid, APPROX_THREADS, 0, job.stream()>>>(
 			keys, n, result, offsets, out_keys, out_index);
 		status = job.launched("approximate sort: scatter");
 	}
