@@ -42,7 +42,8 @@ CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 \
 NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 	--expt-relaxed-constexpr $(CUDA_ARCH_FLAGS)
 CUDA_OBJS = kernels/gpu_device.o kernels/gpu_sort.o kernels/gpu_networks.o \
-	kernels/gpu_radix.o kernels/gpu_approx.o kernels/gpu_minmax.o
+	kernels/gpu_radix.o kernels/gpu_approx.o kernels/gpu_minmax.o \
+	kernels/gpu_merge.o
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 SHLIB_LINK += $(CUDA_OBJS) $(CUDA_LIBS)
 else

@@ -38,6 +38,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -750,10 +751,13 @@ bench_approx_only(Job &job, int min_log, int max_log)
 
 /* Every workable (tile, wide) shape pair at one size: picks the defaults. */
 static void
-bench_tuning(Job &job, size_t n)
+bench_tuning(Job &job, size_t n, bool networks_only)
 {
 	for (const KeyType &t : key_types)
 	{
+		if (networks_only && &t != &key_types[0])
+			break;
+
 		ElementKind kind = !t.index ? (t.key_bytes == 4 ? ELEMENT_U32 : ELEMENT_U64) :
 			(t.key_bits <= 32 ? ELEMENT_U64 : ELEMENT_PAIR16);
 		int			shapes = network_shape_count(kind);
@@ -785,7 +789,8 @@ bench_tuning(Job &job, size_t n)
 					bench_network(job, GPU_ALGO_BITONIC, in, t, &tuning, name, base);
 				}
 
-		bench_approx_variants(job, in, t, base);
+		if (!networks_only)
+			bench_approx_variants(job, in, t, base);
 		free_inputs(in);
 	}
 }
@@ -840,6 +845,120 @@ bench_transfers(size_t max_bytes)
 	cudaFree(device);
 	cudaFreeHost(pinned);
 	free(pageable);
+}
+
+/* ------------------------------------------------------------------------
+ * Host to host: gpu_sort() on pinned memory, transfers included, with and
+ * without overlapping them with the sort
+ * ------------------------------------------------------------------------ */
+
+/* Sorted by key, ties in input order, and the index a permutation of the
+ * input giving those keys. */
+template <class K>
+static bool
+host_sort_ok(const K *input, const K *keys, const uint32_t *index, size_t n)
+{
+	std::vector<bool> seen(n, false);
+
+	for (size_t i = 0; i < n; i++)
+	{
+		if (index[i] >= n || seen[index[i]] || input[index[i]] != keys[i])
+			return false;
+		seen[index[i]] = true;
+		if (i > 0 && (keys[i - 1] > keys[i] || (keys[i - 1] == keys[i] && index[i - 1] > index[i])))
+			return false;
+	}
+	return true;
+}
+
+static void
+bench_host_sorts(int min_log, int max_log)
+{
+	for (const KeyType &t : key_types)
+	{
+		if (!t.index)
+			continue;
+		for (int log = std::max(min_log, 20); log <= max_log; log++)
+		{
+			const size_t n = (size_t) 1 << log;
+			const size_t bytes = n * t.key_bytes;
+			Inputs		in;
+			void	   *input = nullptr,
+					   *keys = nullptr;
+			uint32_t   *index = nullptr;
+
+			if (!make_inputs(in, n, t, UNIFORM))
+				return;
+			if (cudaHostAlloc(&input, bytes, cudaHostAllocDefault) != cudaSuccess ||
+				cudaHostAlloc(&keys, bytes, cudaHostAllocDefault) != cudaSuccess ||
+				cudaHostAlloc((void **) &index, n * 4, cudaHostAllocDefault) != cudaSuccess)
+			{
+				cudaGetLastError();
+				free_inputs(in);
+				cudaFreeHost(input);
+				cudaFreeHost(keys);
+				return;
+			}
+			CUDA_OK(cudaMemcpy(input, in.sets[0], bytes, cudaMemcpyDeviceToHost));
+			free_inputs(in);
+			for (unsigned chunks : {1u, 2u, 4u, 8u, 0u})
+			{
+				gpu_sort_job job;
+				gpu_timing	timing;
+				std::vector<double> times;
+				Row			r;
+				char		impl[32];
+
+				memset(&job, 0, sizeof(job));
+				job.n = n;
+				job.key_bytes = t.key_bytes;
+				job.key_bits = t.key_bits;
+				job.keys = keys;
+				job.row_index = index;
+				job.algorithm = GPU_ALGO_RADIX;
+				job.chunks = chunks;
+				for (int run = -1; run < runs; run++)
+				{
+					memcpy(keys, input, bytes);
+					auto		started = std::chrono::steady_clock::now();
+
+					GPU_OK(gpu_sort(&job, &timing));
+					if (run >= 0)
+						times.push_back(std::chrono::duration<double, std::milli>(
+							std::chrono::steady_clock::now() - started).count());
+				}
+				std::sort(times.begin(), times.end());
+				bool		ok = t.key_bytes == 4 ?
+					host_sort_ok((const uint32_t *) input, (const uint32_t *) keys, index, n) :
+					host_sort_ok((const uint64_t *) input, (const uint64_t *) keys, index, n);
+
+				if (chunks == 0)
+					snprintf(impl, sizeof(impl), "host/auto%s", ok ? "" : "/WRONG");
+				else
+					snprintf(impl, sizeof(impl), "host/chunks=%u%s", chunks, ok ? "" : "/WRONG");
+				r.kind = t.name;
+				r.algorithm = "radix";
+				r.impl = impl;
+				r.distribution = "uniform";
+				r.n = n;
+				r.key_bytes = t.key_bytes;
+				r.key_bits = t.key_bits;
+				r.index = true;
+				r.passes = 0;
+				r.ms = times[times.size() / 2];
+				r.gkeys = n / (r.ms * 1e6);
+				r.gbytes = (bytes + n * (t.key_bytes + 4.0)) / (r.ms * 1e6);
+				emit(r);
+				printf("2^%d %-10s %-22s %8.3f ms (last run: upload %.3f, sort %.3f, download %.3f)\n",
+					   log, t.name, impl, r.ms, timing.upload_ms, timing.sort_ms,
+					   timing.download_ms);
+				fflush(stdout);
+			}
+			cudaFreeHost(input);
+			cudaFreeHost(keys);
+			cudaFreeHost(index);
+		}
+	}
 }
 
 /* ------------------------------------------------------------------------
@@ -995,7 +1114,9 @@ main(int argc, char **argv)
 	bool		tuning = true,
 				transfers = true,
 				profile = false,
-				approx_only = false;
+				approx_only = false,
+				networks_only = false,
+				host_only = false;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -1015,6 +1136,10 @@ main(int argc, char **argv)
 			profile = true;
 		else if (!strcmp(argv[i], "--approx"))
 			approx_only = true;
+		else if (!strcmp(argv[i], "--networks"))
+			networks_only = true;
+		else if (!strcmp(argv[i], "--host"))
+			host_only = true;
 		else
 		{
 			fprintf(stderr, "usage: %s --csv FILE [--min-log 16] [--max-log 28] [--runs 5] "
@@ -1069,9 +1194,25 @@ main(int argc, char **argv)
 
 	const size_t summary_n = (size_t) 1 << std::min(24, max_log);
 
+	if (host_only)
+	{
+		bench_host_sorts(min_log, max_log);
+		GPU_OK(job.finish());
+		fclose(csv);
+		return 0;
+	}
+	if (networks_only)
+	{
+		/* the network shapes' sweep and the default rows, u32+index at 2^24 */
+		bench_tuning(job, summary_n, true);
+		bench_all(job, summary_n, key_types[0], UNIFORM);
+		GPU_OK(job.finish());
+		fclose(csv);
+		return 0;
+	}
 	if (tuning)
 	{
-		bench_tuning(job, summary_n);
+		bench_tuning(job, summary_n, false);
 		printf("tuning done\n");
 		fflush(stdout);
 	}
@@ -1090,7 +1231,10 @@ main(int argc, char **argv)
 		for (int d = 1; d < DIST_COUNT; d++)
 			bench_all(job, summary_n, t, d);
 	if (transfers)
+	{
 		bench_transfers((size_t) 1 << 30);
+		bench_host_sorts(min_log, std::min(max_log, 26));
+	}
 	GPU_OK(job.finish());
 	fclose(csv);
 	summary(summary_n);

@@ -84,6 +84,13 @@ typedef struct gpu_sort_job
 	size_t		memory_limit;	/* bytes; 0 = no cap */
 	gpu_poll_fn poll;
 	void	   *poll_arg;
+	/* Radix sorts of pinned host memory can overlap the transfers with the
+	 * sort: the keys go up in chunks, each sorted as soon as it is there,
+	 * and the merged result comes back in pieces while the rest is still
+	 * being merged. 0 = decide (large sorts overlap), 1 = never, 2, 4 or
+	 * 8 = that many chunks at any size (tests and the benchmark). Ignored
+	 * for pageable memory and the networks. */
+	unsigned	chunks;
 	/* out: set once results start landing in host memory; after that a
 	 * failure leaves the host arrays neither input nor output */
 	bool		host_data_touched;

@@ -56,6 +56,9 @@ gpu_status	ensure_device();
 /* The process's non-blocking work stream (valid after ensure_device). */
 cudaStream_t work_stream();
 
+/* A second one, for transfers that overlap the work stream's kernels. */
+cudaStream_t copy_stream();
+
 /* Properties of the device in use (valid after ensure_device). */
 const cudaDeviceProp &device_properties();
 

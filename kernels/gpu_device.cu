@@ -87,6 +87,7 @@ static bool probed = false;
 static gpu_device_info probe_result;
 static cudaDeviceProp properties;
 static cudaStream_t stream_of_process = nullptr;
+static cudaStream_t copy_stream_of_process = nullptr;	/* transfers beside the work */
 
 /* The oldest compute capability the fat binary has machine code for. */
 static const int MIN_MAJOR = 8;
@@ -195,6 +196,17 @@ ensure_device()
 			return cuda_failure(error, "cudaStreamCreateWithFlags");
 		}
 	}
+	if (copy_stream_of_process == nullptr)
+	{
+		cudaError_t error = cudaStreamCreateWithFlags(&copy_stream_of_process,
+													  cudaStreamNonBlocking);
+
+		if (error != cudaSuccess)
+		{
+			copy_stream_of_process = nullptr;
+			return cuda_failure(error, "cudaStreamCreateWithFlags (copies)");
+		}
+	}
 	return GPU_OK;
 }
 
@@ -202,6 +214,12 @@ cudaStream_t
 work_stream()
 {
 	return stream_of_process;
+}
+
+cudaStream_t
+copy_stream()
+{
+	return copy_stream_of_process;
 }
 
 const cudaDeviceProp &

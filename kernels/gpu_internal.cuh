@@ -83,6 +83,38 @@ gpu_status	radix_sort_device(Job &job, unsigned key_bytes, unsigned key_bits, si
 							  uint32_t *row_index_alt, bool *in_alt);
 
 /* ------------------------------------------------------------------------
+ * Merging two sorted runs (gpu_merge.cu)
+ * ------------------------------------------------------------------------ */
+struct MergeRuns
+{
+	unsigned	key_bytes;		/* 4 or 8 */
+	const void *a_keys;			/* run A: sorted, and before B in input order */
+	const uint32_t *a_index;	/* or NULL (keys only) */
+	size_t		na;
+	const void *b_keys;
+	const uint32_t *b_index;
+	size_t		nb;
+	void	   *out_keys;		/* na + nb; overlaps neither run */
+	uint32_t   *out_index;		/* or NULL */
+};
+
+/* The merge works in tiles of merge_output_per_tile() outputs. */
+size_t		merge_tile_count(size_t n);
+size_t		merge_output_per_tile();
+
+/* splits[t] (merge_tile_count(na + nb) + 1 entries, device memory): how many
+ * of tile t's predecessors' outputs come from A. */
+gpu_status	merge_splits_device(Job &job, const MergeRuns &runs, size_t *splits);
+
+/* Writes output tiles first_tile .. first_tile + tile_count - 1 (needs the
+ * splits); equal keys keep A before B. */
+gpu_status	merge_tiles_device(Job &job, const MergeRuns &runs, const size_t *splits,
+							   size_t first_tile, size_t tile_count);
+
+/* row_index[i] = first + i */
+gpu_status	iota_from_device(Job &job, uint32_t *row_index, size_t n, uint32_t first);
+
+/* ------------------------------------------------------------------------
  * Exact sort of device-resident keys (gpu_sort.cu): picks the element
  * kind, packs, sorts, unpacks.
  * ------------------------------------------------------------------------ */

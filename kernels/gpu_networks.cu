@@ -389,22 +389,29 @@ unpack_pair16_kernel(const Pair16 *elements, size_t n, uint64_t *keys, uint32_t 
 }
 
 __global__ void
-iota_kernel(uint32_t *row_index, size_t n)
+iota_kernel(uint32_t *row_index, size_t n, uint32_t first)
 {
 	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
 		 i += (size_t) gridDim.x * blockDim.x)
-		row_index[i] = (uint32_t) i;
+		row_index[i] = first + (uint32_t) i;
 }
 
 static const unsigned SIMPLE_THREADS = 256;
 
 gpu_status
-iota_device(Job &job, uint32_t *row_index, size_t n)
+iota_from_device(Job &job, uint32_t *row_index, size_t n, uint32_t first)
 {
 	if (n == 0)
 		return GPU_OK;
-	iota_kernel<<<grid_for(n, SIMPLE_THREADS), SIMPLE_THREADS, 0, job.stream()>>>(row_index, n);
+	iota_kernel<<<grid_for(n, SIMPLE_THREADS), SIMPLE_THREADS, 0, job.stream()>>>(row_index, n,
+																				   first);
 	return job.launched("iota");
+}
+
+gpu_status
+iota_device(Job &job, uint32_t *row_index, size_t n)
+{
+	return iota_from_device(job, row_index, n, 0);
 }
 
 gpu_status

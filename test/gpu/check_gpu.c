@@ -15,7 +15,11 @@
  *   - a tiny gpu_memory_limit gives GS_ERR_GPU_OUT_OF_MEMORY and leaves the
  *     input alone (and device = auto falls back to the CPU);
  *   - a poll function that says stop gives GS_ERR_INTERRUPTED and leaks no
- *     device memory (cudaMemGetInfo before and after).
+ *     device memory (cudaMemGetInfo before and after);
+ *   - the radix sort with its transfers overlapped (gpu_sort on pinned
+ *     memory, 2, 4 or 8 chunks, and the automatic choice): the same keys
+ *     and permutation as the CPU's, and interruption and the memory cap
+ *     there too.
  *
  * Cases are random (seed on the command line, else fixed): sizes 0, 1, 2, 3,
  * 2^k - 1, 2^k, 2^k + 1, primes, mostly small and medium, a few of 2^24 ..
@@ -32,6 +36,7 @@
  * 2^16, no interruption test.
  */
 #include "../../engine/gpusort_engine.h"
+#include "../../kernels/gpu_api.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -669,6 +674,169 @@ done:
 }
 
 /* ------------------------------------------------------------------------
+ * Transfers overlapped with the radix sort (gpu_sort on pinned memory)
+ * ------------------------------------------------------------------------ */
+static gpu_status
+overlapped_sort(size_t n, unsigned key_bytes, unsigned key_bits, void *keys, uint32_t *index,
+				unsigned chunks, size_t memory_limit, poll_state *poll)
+{
+	gpu_sort_job job;
+	gpu_timing	timing;
+
+	memset(&job, 0, sizeof(job));
+	job.n = n;
+	job.key_bytes = key_bytes;
+	job.key_bits = key_bits;
+	job.keys = keys;
+	job.row_index = index;
+	job.algorithm = GPU_ALGO_RADIX;
+	job.chunks = chunks;
+	job.memory_limit = memory_limit;
+	if (poll != NULL)
+	{
+		job.poll = stop_after;
+		job.poll_arg = poll;
+	}
+	return gpu_sort(&job, &timing);
+}
+
+static void
+check_overlapped(size_t n, unsigned key_bytes, unsigned key_bits, bool with_index, int dist,
+				 unsigned chunks)
+{
+	size_t		cap = n > 0 ? n : 1;
+	bool		keys_pinned = false,
+				index_pinned = false;
+	void	   *keys = gs_host_buffer_alloc(cap * key_bytes, true, &keys_pinned);
+	uint32_t   *index = with_index ? gs_host_buffer_alloc(cap * 4, true, &index_pinned) : NULL;
+	void	   *input = malloc(cap * key_bytes);
+	void	   *cpu = malloc(cap * key_bytes);
+	uint32_t   *cpu_index = malloc(cap * 4);
+	sort_case	c;
+	gs_sort_report report;
+	gpu_status	status;
+
+	memset(&c, 0, sizeof(c));
+	c.algorithm = GS_ALGO_RADIX;
+	c.n = n;
+	c.key_bytes = key_bytes;
+	c.key_bits = key_bits;
+	c.with_index = with_index;
+	c.dist = dist;
+	name_case(&c);
+	snprintf(case_name + strlen(case_name), sizeof(case_name) - strlen(case_name),
+			 " overlapped chunks=%u", chunks);
+	if (!keys || !input || !cpu || !cpu_index || !keys_pinned || (with_index && !index_pinned))
+	{
+		fail("no pinned host memory");
+		goto done;
+	}
+	fill_keys(input, key_bytes, key_bits, n, dist);
+	memcpy(keys, input, n * key_bytes);
+	memcpy(cpu, input, n * key_bytes);
+	status = overlapped_sort(n, key_bytes, key_bits, keys, index, chunks, 0, NULL);
+	if (status != GPU_OK)
+	{
+		fail("gpu_sort returned %d (%s)", (int) status, gpu_last_error());
+		goto done;
+	}
+	if (run_sort(&c, GS_ALGO_RADIX, GS_DEVICE_CPU, cpu, with_index ? cpu_index : NULL,
+				 &report) != GS_OK)
+		fail("CPU sort failed");
+	else if (memcmp(keys, cpu, n * key_bytes) != 0)
+		fail("keys differ from the CPU's");
+	else if (with_index && memcmp(index, cpu_index, n * 4) != 0)
+		fail("permutation differs from the CPU's");
+	else
+		pass();
+done:
+	gs_host_buffer_free(keys, keys_pinned);
+	gs_host_buffer_free(index, index_pinned);
+	free(input);
+	free(cpu);
+	free(cpu_index);
+}
+
+/* Interrupted at poll `stop_at`, and over a tiny cap: a clean failure, no
+ * device memory left behind, and (for the cap) the input untouched. */
+static void
+check_overlapped_failures(int stop_at)
+{
+	size_t		n = (size_t) 1 << 24;
+	bool		keys_pinned = false,
+				index_pinned = false;
+	uint32_t   *keys = gs_host_buffer_alloc(n * 4, true, &keys_pinned);
+	uint32_t   *index = gs_host_buffer_alloc(n * 4, true, &index_pinned);
+	uint32_t   *input = malloc(n * 4);
+	poll_state	state = {0, stop_at};
+	gpu_status	status;
+	size_t		before,
+				after;
+
+	snprintf(case_name, sizeof(case_name), "overlapped radix interrupted at poll %d", stop_at);
+	if (!keys_pinned || !index_pinned || !input)
+	{
+		fail("no pinned host memory");
+		goto done;
+	}
+	fill_keys(input, 4, 32, n, DIST_UNIFORM);
+	memcpy(keys, input, n * 4);
+	before = device_free_bytes();
+	status = overlapped_sort(n, 4, 32, keys, index, 4, 0, &state);
+	after = device_free_bytes();
+	if (status != GPU_INTERRUPTED)
+		fail("expected GPU_INTERRUPTED, got %d after %d polls", (int) status, state.calls);
+	else if (after + (4u << 20) < before)
+		fail("device memory leaked: %zu bytes free before, %zu after", before, after);
+	else
+		pass();
+
+	snprintf(case_name, sizeof(case_name), "overlapped radix over the memory cap");
+	memcpy(keys, input, n * 4);
+	status = overlapped_sort(n, 4, 32, keys, index, 4, 4096, NULL);
+	if (status != GPU_OUT_OF_MEMORY)
+		fail("expected GPU_OUT_OF_MEMORY, got %d", (int) status);
+	else if (memcmp(keys, input, n * 4) != 0)
+		fail("the input was changed");
+	else
+		pass();
+done:
+	gs_host_buffer_free(keys, keys_pinned);
+	gs_host_buffer_free(index, index_pinned);
+	free(input);
+}
+
+static void
+check_overlapped_all(void)
+{
+	static const size_t sizes[] = {2, 3, 5, 17, 2048, 2049, 4097, 65537, 1000003,
+	(1 << 22) + 13};
+	static const unsigned chunk_choices[] = {2, 4, 8};
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int k = 0; k < 3; k++)
+		{
+			unsigned	key_bytes = next_random() % 2 ? 8 : 4;
+			unsigned	key_bits = (next_random() % 3 == 0) ? 3 : 1 + (unsigned) (next_random() % (key_bytes * 8));
+
+			if (quick && sizes[s] > 70000)
+				continue;
+			check_overlapped(sizes[s], key_bytes, key_bits, next_random() % 4 != 0,
+							 (int) (next_random() % DIST_COUNT), chunk_choices[k]);
+		}
+	if (quick)
+		return;
+	/* the automatic choice, at sizes that overlap (and one that does not) */
+	check_overlapped((size_t) 1 << 22, 4, 32, true, DIST_UNIFORM, 0);
+	check_overlapped(((size_t) 1 << 23) + 7, 8, 64, true, DIST_FEW_DISTINCT, 0);
+	check_overlapped((size_t) 1 << 25, 4, 20, false, DIST_ZIPF, 0);
+	check_overlapped(((size_t) 1 << 26) - 3, 4, 32, true, DIST_GAUSSIAN, 0);
+	check_overlapped(((size_t) 1 << 24) + 1, 8, 40, true, DIST_SORTED, 0);
+	check_overlapped_failures(1);
+	check_overlapped_failures(3);
+}
+
+/* ------------------------------------------------------------------------
  * main
  * ------------------------------------------------------------------------ */
 int
@@ -763,6 +931,10 @@ main(int argc, char **argv)
 	check_minmax(0, DIST_UNIFORM);
 	check_minmax(1, DIST_UNIFORM);
 	check_minmax(4097, DIST_REVERSE);
+
+	check_overlapped_all();
+	printf("overlapped transfers done, %ld s\n", (long) (time(NULL) - started));
+	fflush(stdout);
 
 	for (int a = 0; a < 4 && !quick; a++)
 		check_memory_cap(algorithms[a]);
