@@ -19,8 +19,8 @@
  * on zeros, never the same input twice in a row):
  *
  *   bitonic/butterfly "network": the network alone on packed elements
- *       (key << 32 | index, or keys only, or 16-byte pairs), the figure the
- *       performance goal is about;
+ *       (key and index packed in 62 bits, or keys only, or 16-byte pairs),
+ *       the figure the performance goal is about;
  *   bitonic/butterfly "sort": keys -> sorted keys + row index, packing and
  *       unpacking included (what gpu_sort runs between the transfers);
  *   radix "ours": gpu_sort's radix path (row index generation + CUB through
@@ -365,8 +365,7 @@ bench_network(Job &job, gpu_algorithm algorithm, const Inputs &in, const KeyType
 			  const NetworkTuning *tuning, const std::string &impl, Row base)
 {
 	const size_t n = in.n;
-	ElementKind kind = !t.index ? (t.key_bytes == 4 ? ELEMENT_U32 : ELEMENT_U64) :
-		(t.key_bits <= 32 ? ELEMENT_U64 : ELEMENT_PAIR16);
+	ElementKind kind = network_element_kind(t.key_bytes, t.key_bits, n, t.index);
 	size_t		length = network_buffer_length(algorithm, n);
 	size_t		ebytes = element_bytes(kind);
 	void	   *packed[3] = {nullptr, nullptr, nullptr};
@@ -758,8 +757,7 @@ bench_tuning(Job &job, size_t n, bool networks_only)
 		if (networks_only && &t != &key_types[0])
 			break;
 
-		ElementKind kind = !t.index ? (t.key_bytes == 4 ? ELEMENT_U32 : ELEMENT_U64) :
-			(t.key_bits <= 32 ? ELEMENT_U64 : ELEMENT_PAIR16);
+		ElementKind kind = network_element_kind(t.key_bytes, t.key_bits, n, t.index);
 		int			shapes = network_shape_count(kind);
 		Inputs		in;
 		Row			base;
@@ -1096,13 +1094,13 @@ profile_once(Job &job)
 	CUDA_OK(cudaMalloc(&out, n * 4));
 	CUDA_OK(cudaMalloc(&index, n * 4));
 	CUDA_OK(cudaMalloc(&result, sizeof(ApproxResult)));
-	GPU_OK(pack_elements(job, ELEMENT_U64, in.sets[0], 4, n, elements));
-	GPU_OK(network_sort_device(job, GPU_ALGO_BITONIC, ELEMENT_U64, elements, n, nullptr));
+	GPU_OK(pack_elements(job, ELEMENT_PACKED62, in.sets[0], 4, n, elements));
+	GPU_OK(network_sort_device(job, GPU_ALGO_BITONIC, ELEMENT_PACKED62, elements, n, nullptr));
 	for (uint32_t intervals : {10000u, 100u})
 		GPU_OK(approx_sort_device(job, in.sets[1], 4, n, intervals, 0, out, index, result,
 								  nullptr));
 	CUDA_OK(cudaStreamSynchronize(stream));
-	printf("profiled: %d network passes\n", network_pass_count(GPU_ALGO_BITONIC, ELEMENT_U64, n, nullptr));
+	printf("profiled: %d network passes\n", network_pass_count(GPU_ALGO_BITONIC, ELEMENT_PACKED62, n, nullptr));
 }
 
 int

@@ -22,11 +22,18 @@ namespace gs_gpu {
 enum ElementKind
 {
 	ELEMENT_U32 = 0,			/* 32-bit keys only */
-	ELEMENT_U64,				/* 64-bit keys only, or key << 32 | index */
+	ELEMENT_U64,				/* 64-bit keys only */
+	ELEMENT_PACKED62,			/* key << b | index below 2^62 (gs_net::Packed62) */
 	ELEMENT_PAIR16				/* {uint64 key, uint32 index}, 16 bytes */
 };
 
 size_t		element_bytes(ElementKind kind);
+
+/* What a network sorts for keys of key_bits bits, with or without the row
+ * index: Packed62 when the key and b = packed_index_bits(n) fit in 62 bits. */
+ElementKind network_element_kind(unsigned key_bytes, unsigned key_bits, size_t n,
+								 bool with_index);
+int			packed_index_bits(size_t n);
 
 /* Kernel shapes a network may use, for tuning from the benchmark: shape i of
  * an element kind is (LOG_R, LOG_NT), 2^(LOG_R+LOG_NT) elements a group. */

@@ -30,6 +30,7 @@
 
 namespace gs_gpu {
 
+using gs_net::Packed62;
 using gs_net::Pair16;
 using gs_net::Pass;
 using gs_net::PassThread;
@@ -171,6 +172,12 @@ static const ShapeEntry u64_shapes[] = {
 	SHAPE(uint64_t, 5, 9, 1),	/* 2^14, 128 KiB */
 	SHAPE(uint64_t, 4, 10, 1),	/* 2^14, 128 KiB */
 };
+static const ShapeEntry packed62_shapes[] = {
+	SHAPE(Packed62, 4, 9, 2),	/* 2^13, 64 KiB */
+	SHAPE(Packed62, 5, 8, 2),	/* 2^13, 64 KiB */
+	SHAPE(Packed62, 5, 9, 1),	/* 2^14, 128 KiB */
+	SHAPE(Packed62, 4, 10, 1),	/* 2^14, 128 KiB */
+};
 static const ShapeEntry pair_shapes[] = {
 	SHAPE(Pair16, 4, 8, 2),		/* 2^12, 64 KiB */
 	SHAPE(Pair16, 4, 9, 1),		/* 2^13, 128 KiB */
@@ -185,8 +192,8 @@ static const ShapeEntry pair_shapes[] = {
  * (u64, pair) or 2^14 (u32) elements, small enough for two blocks per SM,
  * so that one block computes while the other moves data.
  */
-static const int default_tile_shape[3] = {1, 1, 0};
-static const int default_wide_shape[3] = {1, 1, 0};
+static const int default_tile_shape[4] = {1, 1, 1, 0};
+static const int default_wide_shape[4] = {1, 1, 1, 0};
 
 static const ShapeEntry *
 shapes_of(ElementKind kind, int *count)
@@ -199,6 +206,9 @@ shapes_of(ElementKind kind, int *count)
 		case ELEMENT_U64:
 			*count = (int) (sizeof(u64_shapes) / sizeof(u64_shapes[0]));
 			return u64_shapes;
+		case ELEMENT_PACKED62:
+			*count = (int) (sizeof(packed62_shapes) / sizeof(packed62_shapes[0]));
+			return packed62_shapes;
 		case ELEMENT_PAIR16:
 			break;
 	}
@@ -209,7 +219,25 @@ shapes_of(ElementKind kind, int *count)
 size_t
 element_bytes(ElementKind kind)
 {
-	return kind == ELEMENT_U32 ? 4 : kind == ELEMENT_U64 ? 8 : 16;
+	return kind == ELEMENT_U32 ? 4 : kind == ELEMENT_PAIR16 ? 16 : 8;
+}
+
+int
+packed_index_bits(size_t n)
+{
+	int			bits = 1;
+
+	while (bits < 64 && ((size_t) 1 << bits) < n)
+		bits++;
+	return bits;
+}
+
+ElementKind
+network_element_kind(unsigned key_bytes, unsigned key_bits, size_t n, bool with_index)
+{
+	if (!with_index)
+		return key_bytes == 4 ? ELEMENT_U32 : ELEMENT_U64;
+	return key_bits + packed_index_bits(n) <= 62 ? ELEMENT_PACKED62 : ELEMENT_PAIR16;
 }
 
 int
@@ -337,14 +365,14 @@ fill_sentinels_kernel(M *elements, size_t from, size_t to)
 		Traits::store(elements + i, Traits::sentinel());
 }
 
-/* key << 32 | i: the key has at most 32 significant bits */
+/* key << index_bits | i: network_element_kind checked that it fits 62 bits */
 template <class K>
 __global__ void
-pack_u64_kernel(const K *keys, size_t n, uint64_t *elements)
+pack_packed62_kernel(const K *keys, size_t n, int index_bits, Packed62 *elements)
 {
 	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
 		 i += (size_t) gridDim.x * blockDim.x)
-		elements[i] = ((uint64_t) keys[i] << 32) | (uint32_t) i;
+		elements[i].bits = ((uint64_t) keys[i] << index_bits) | i;
 }
 
 __global__ void
@@ -363,15 +391,18 @@ pack_pair16_kernel(const uint64_t *keys, size_t n, Pair16 *elements)
 
 template <class K>
 __global__ void
-unpack_u64_kernel(const uint64_t *elements, size_t n, K *keys, uint32_t *row_index)
+unpack_packed62_kernel(const Packed62 *elements, size_t n, int index_bits, K *keys,
+					   uint32_t *row_index)
 {
+	const uint64_t index_mask = ((uint64_t) 1 << index_bits) - 1;
+
 	for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
 		 i += (size_t) gridDim.x * blockDim.x)
 	{
-		uint64_t	e = elements[i];
+		uint64_t	e = elements[i].bits;
 
-		keys[i] = (K) (e >> 32);
-		row_index[i] = (uint32_t) e;
+		keys[i] = (K) (e >> index_bits);
+		row_index[i] = (uint32_t) (e & index_mask);
 	}
 }
 
@@ -422,12 +453,14 @@ pack_elements(Job &job, ElementKind kind, const void *keys, unsigned key_bytes, 
 
 	if (n == 0)
 		return GPU_OK;
-	if (kind == ELEMENT_U64 && key_bytes == 4)
-		pack_u64_kernel<uint32_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
-			static_cast<const uint32_t *>(keys), n, static_cast<uint64_t *>(elements));
-	else if (kind == ELEMENT_U64)
-		pack_u64_kernel<uint64_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
-			static_cast<const uint64_t *>(keys), n, static_cast<uint64_t *>(elements));
+	if (kind == ELEMENT_PACKED62 && key_bytes == 4)
+		pack_packed62_kernel<uint32_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint32_t *>(keys), n, packed_index_bits(n),
+			static_cast<Packed62 *>(elements));
+	else if (kind == ELEMENT_PACKED62)
+		pack_packed62_kernel<uint64_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const uint64_t *>(keys), n, packed_index_bits(n),
+			static_cast<Packed62 *>(elements));
 	else if (kind == ELEMENT_PAIR16 && key_bytes == 8)
 		pack_pair16_kernel<<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
 			static_cast<const uint64_t *>(keys), n, static_cast<Pair16 *>(elements));
@@ -448,12 +481,14 @@ unpack_elements(Job &job, ElementKind kind, const void *elements, size_t n, void
 
 	if (n == 0)
 		return GPU_OK;
-	if (kind == ELEMENT_U64 && key_bytes == 4)
-		unpack_u64_kernel<uint32_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
-			static_cast<const uint64_t *>(elements), n, static_cast<uint32_t *>(keys), row_index);
-	else if (kind == ELEMENT_U64)
-		unpack_u64_kernel<uint64_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
-			static_cast<const uint64_t *>(elements), n, static_cast<uint64_t *>(keys), row_index);
+	if (kind == ELEMENT_PACKED62 && key_bytes == 4)
+		unpack_packed62_kernel<uint32_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const Packed62 *>(elements), n, packed_index_bits(n),
+			static_cast<uint32_t *>(keys), row_index);
+	else if (kind == ELEMENT_PACKED62)
+		unpack_packed62_kernel<uint64_t><<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
+			static_cast<const Packed62 *>(elements), n, packed_index_bits(n),
+			static_cast<uint64_t *>(keys), row_index);
 	else if (kind == ELEMENT_PAIR16 && key_bytes == 8)
 		unpack_pair16_kernel<<<grid, SIMPLE_THREADS, 0, job.stream()>>>(
 			static_cast<const Pair16 *>(elements), n, static_cast<uint64_t *>(keys), row_index);
@@ -509,6 +544,8 @@ network_sort_device(Job &job, gpu_algorithm algorithm, ElementKind kind, void *e
 			GS_TRY(fill_sentinels<uint32_t>(job, elements, n, mem_length));
 		else if (kind == ELEMENT_U64)
 			GS_TRY(fill_sentinels<uint64_t>(job, elements, n, mem_length));
+		else if (kind == ELEMENT_PACKED62)
+			GS_TRY(fill_sentinels<Packed62>(job, elements, n, mem_length));
 		else
 			GS_TRY(fill_sentinels<Pair16>(job, elements, n, mem_length));
 	}

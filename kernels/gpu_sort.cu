@@ -12,8 +12,8 @@
  * next one is being merged.
  *
  * Also the device-resident core shared with the benchmark: which element
- * type a network sorts (keys alone; key << 32 | index when the key has at
- * most 32 bits; a 16-byte pair otherwise), and the radix path.
+ * type a network sorts (keys alone; key and index packed in 62 bits when
+ * they fit; a 16-byte pair otherwise), and the radix path.
  */
 #include "gpu_internal.cuh"
 
@@ -40,15 +40,14 @@ exact_sort_layout(gpu_algorithm algorithm, unsigned key_bytes, unsigned key_bits
 		set_message("unknown GPU algorithm %d", (int) algorithm);
 		return GPU_INVALID;
 	}
+	layout->element_kind = network_element_kind(key_bytes, key_bits, n, with_index);
 	if (!with_index)
 	{
 		/* keys sorted in place, in a buffer long enough for the padding */
-		layout->element_kind = key_bytes == 4 ? ELEMENT_U32 : ELEMENT_U64;
 		layout->key_capacity = network_buffer_length(algorithm, n);
 		layout->total_bytes = layout->key_capacity * key_bytes;
 		return GPU_OK;
 	}
-	layout->element_kind = key_bits + 32 <= 64 ? ELEMENT_U64 : ELEMENT_PAIR16;
 	layout->element_count = network_buffer_length(algorithm, n);
 	layout->total_bytes = n * key_bytes + n * sizeof(uint32_t) +
 		layout->element_count * element_bytes(layout->element_kind);

@@ -241,6 +241,20 @@ template <> struct Gen<uint64_t>
 	static uint64_t tie(uint64_t) { return 0; }
 	static int key_bits() { return 32; }
 };
+template <> struct Gen<Packed62>
+{
+	/* (key << 32 | index) with 30-bit keys: below 2^62, as the kernels pack */
+	static Packed62 make(uint64_t key, uint32_t i)
+	{
+		Packed62	p;
+
+		p.bits = (key << 32) | i;
+		return p;
+	}
+	static uint64_t sort_key(const Packed62 &x) { return x.bits; }
+	static uint64_t tie(const Packed62 &) { return 0; }
+	static int key_bits() { return 30; }
+};
 template <> struct Gen<Pair16>
 {
 	static Pair16 make(uint64_t key, uint32_t i)
@@ -394,6 +408,7 @@ main(int argc, char **argv)
 	run_shape<uint64_t, 5, 9, 4, 9>("u64 tile(5,9) wide(4,9)", 4, quick ? 1 << 16 : 1 << 18, quick);
 	run_shape<uint64_t, 4, 9, 5, 8>("u64 tile(4,9) wide(5,8)", 4, quick ? 1 << 16 : 1 << 17, quick);
 	run_shape<uint64_t, 5, 9, 5, 9>("u64 tile(5,9) wide(5,9) run>=5", 5, quick ? 1 << 16 : 1 << 17, quick);
+	run_shape<Packed62, 5, 8, 5, 8>("packed62 tile(5,8) wide(5,8)", 4, quick ? 1 << 16 : 1 << 17, quick);
 	run_shape<Pair16, 4, 9, 4, 8>("pair16 tile(4,9) wide(4,8)", 3, quick ? 1 << 15 : 1 << 17, quick);
 	run_shape<Pair16, 5, 8, 4, 9>("pair16 tile(5,8) wide(4,9)", 3, quick ? 1 << 15 : 1 << 16, quick);
 

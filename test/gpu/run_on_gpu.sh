@@ -15,6 +15,8 @@
 #      to 2^26) and its plots (bench/plot.py);
 #   approx (not in all): the approximate sort and its variants against
 #      CUB's radix sort, 2^24..2^26 (bench/bench_kernels --approx);
+#   host (not in all; kernels includes it): gpu_sort host to host with its
+#      transfers overlapped with the sort or not, 2^20..2^26 (--host);
 #   5. sql: the approximate sort's quality (bench/approx_quality), the
 #      GPU/CPU crossover (bench/crossover) and the SQL benchmark
 #      (bench/sql_bench.sh, sizes in GPUSORT_BENCH_ROWS, default 1000000
@@ -26,7 +28,7 @@
 set -uo pipefail
 out=${1:?usage: test/gpu/run_on_gpu.sh OUTDIR [tests|kernels|sql|all]}
 what=${2:-tests}
-want() { { [ "$what" = all ] && [ "$1" != approx ]; } || [[ ",$what," == *",$1,"* ]]; }
+want() { { [ "$what" = all ] && [ "$1" != approx ] && [ "$1" != host ]; } || [[ ",$what," == *",$1,"* ]]; }
 mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
 if [ -f .device-carry/pg-on-gpu.sh ]; then
@@ -92,6 +94,14 @@ if want approx; then
   bench/bench_kernels --csv "$out/approx.csv" --approx --min-log 24 --max-log 26 \
     > "$out/approx.log" 2>&1
   grep -E "^(device|2\^)" "$out/approx.log"
+fi
+
+if want host; then
+  step "gpu_sort host to host: transfers overlapped with the sort or not, 2^20..2^26"
+  make bench/bench_kernels PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
+  bench/bench_kernels --csv "$out/host.csv" --host --min-log 20 --max-log 26 \
+    > "$out/host.log" 2>&1
+  grep -E "^2\^" "$out/host.log"
 fi
 
 if want sql; then
