@@ -21,7 +21,10 @@
  * (register-only when they are <= 5, 0.10-0.12 ms, 60-72% of DRAM
  * bandwidth) and one "tail" pass over its strides below the tile size
  * (0.15 ms, 48%): 25 passes reading and writing 128 MiB each, 3.3 ms in
- * all, against 300 passes for one kernel per step.
+ * all, against 300 passes for one kernel per step. Every kind of pass kept
+ * the ALU pipe 66-78% busy (the FMA pipe 6-10%): the compare-exchanges
+ * bound them, which is why pairs are compared as doubles (Packed62, in
+ * gpu_network_core.cuh): 3.0 ms.
  */
 #include "gpu_internal.cuh"
 #include "gpu_network_core.cuh"
