@@ -286,7 +286,7 @@ cub_direct(Job &job, const Inputs &in, const KeyType &t, const std::string &dist
 		CUDA_OK(cudaMalloc(&values, n * 4));
 		CUDA_OK(cudaMalloc(&values_alt, n * 4));
 		CUDA_OK(cudaMalloc(&iota, n * 4));
-		GPU_OK(iota_device(job, iota, n));
+		GPU_OK(iota_device(job, iota, n, 0));
 	}
 
 	/* temporary storage, sized and taken outside the timing */
@@ -454,7 +454,7 @@ bench_exact(Job &job, gpu_algorithm algorithm, const Inputs &in, const KeyType &
 		{
 			/* the CUB call alone, the index restored (untimed) before each run */
 			if (t.index)
-				GPU_OK(iota_device(job, iota, n));
+				GPU_OK(iota_device(job, iota, n, 0));
 			r = base;
 			r.algorithm = "radix";
 			r.impl = "ours-core";

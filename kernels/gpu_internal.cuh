@@ -69,8 +69,8 @@ gpu_status	pack_elements(Job &job, ElementKind kind, const void *keys, unsigned 
 gpu_status	unpack_elements(Job &job, ElementKind kind, const void *elements, size_t n,
 							void *keys, unsigned key_bytes, uint32_t *row_index);
 
-/* row_index[i] = i */
-gpu_status	iota_device(Job &job, uint32_t *row_index, size_t n);
+/* row_index[i] = first + i */
+gpu_status	iota_device(Job &job, uint32_t *row_index, size_t n, uint32_t first);
 
 /* ------------------------------------------------------------------------
  * Radix sort through CUB (gpu_radix.cu)
@@ -117,9 +117,6 @@ gpu_status	merge_splits_device(Job &job, const MergeRuns &runs, size_t *splits);
  * splits); equal keys keep A before B. */
 gpu_status	merge_tiles_device(Job &job, const MergeRuns &runs, const size_t *splits,
 							   size_t first_tile, size_t tile_count);
-
-/* row_index[i] = first + i */
-gpu_status	iota_from_device(Job &job, uint32_t *row_index, size_t n, uint32_t first);
 
 /* ------------------------------------------------------------------------
  * Exact sort of device-resident keys (gpu_sort.cu): picks the element

@@ -433,19 +433,13 @@ iota_kernel(uint32_t *row_index, size_t n, uint32_t first)
 static const unsigned SIMPLE_THREADS = 256;
 
 gpu_status
-iota_from_device(Job &job, uint32_t *row_index, size_t n, uint32_t first)
+iota_device(Job &job, uint32_t *row_index, size_t n, uint32_t first)
 {
 	if (n == 0)
 		return GPU_OK;
 	iota_kernel<<<grid_for(n, SIMPLE_THREADS), SIMPLE_THREADS, 0, job.stream()>>>(row_index, n,
 																				   first);
 	return job.launched("iota");
-}
-
-gpu_status
-iota_device(Job &job, uint32_t *row_index, size_t n)
-{
-	return iota_from_device(job, row_index, n, 0);
 }
 
 gpu_status

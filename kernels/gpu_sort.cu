@@ -63,7 +63,7 @@ exact_sort_device(Job &job, gpu_algorithm algorithm, unsigned key_bytes, unsigne
 	if (algorithm == GPU_ALGO_RADIX)
 	{
 		if (buffers.row_index != nullptr)
-			GS_TRY(iota_device(job, buffers.row_index, n));
+			GS_TRY(iota_device(job, buffers.row_index, n, 0));
 		return radix_sort_device(job, key_bytes, key_bits, n, buffers.keys, buffers.keys_alt,
 								 buffers.row_index, buffers.row_index_alt, in_alt);
 	}
@@ -274,7 +274,7 @@ sort_overlapped(Job &job, gpu_sort_job *request, unsigned chunks)
 		if (c == chunks - 1)
 			GS_TRY(job.mark(MARK_UPLOADED));
 		if (with_index)
-			GS_TRY(iota_from_device(job, b.index[0] + lo, len, (uint32_t) lo));
+			GS_TRY(iota_device(job, b.index[0] + lo, len, (uint32_t) lo));
 		GS_TRY(radix_sort_device(job, kb, request->key_bits, len, b.keys[0] + lo * kb,
 								 b.keys[1] + lo * kb, b.index[0] ? b.index[0] + lo : nullptr,
 								 b.index[1] ? b.index[1] + lo : nullptr, &in_alt));

@@ -235,7 +235,7 @@ template <> struct Gen<uint32_t>
 };
 template <> struct Gen<uint64_t>
 {
-	/* packed (key << 32 | index) */
+	/* 64-bit elements; made as key << 32 | index so that ties show */
 	static uint64_t make(uint64_t key, uint32_t i) { return (key << 32) | i; }
 	static uint64_t sort_key(uint64_t x) { return x; }
 	static uint64_t tie(uint64_t) { return 0; }
