@@ -776,6 +776,7 @@ bench_tuning(Job &job, size_t n, bool networks_only)
 
 					network_shape(kind, tile, &tr, &tn);
 					network_shape(kind, wide, &wr, &wn);
+					tuning.first_shape = tile;	/* the first pass on the same tiles */
 					tuning.tile_shape = tile;
 					tuning.wide_shape = wide;
 					tuning.min_run_bits = default_run + extra_run;
@@ -786,6 +787,19 @@ bench_tuning(Job &job, size_t n, bool networks_only)
 							 wn, tuning.min_run_bits);
 					bench_network(job, GPU_ALGO_BITONIC, in, t, &tuning, name, base);
 				}
+		/* the first pass's shape alone, the others the defaults */
+		for (int first = 0; first < shapes; first++)
+		{
+			NetworkTuning tuning = {first, -1, -1, -1};
+			int			fr, fn;
+			char		name[96];
+
+			network_shape(kind, first, &fr, &fn);
+			if (network_pass_count(GPU_ALGO_BITONIC, kind, n, &tuning) < 0)
+				continue;
+			snprintf(name, sizeof(name), "tune:first%d.%d", fr, fn);
+			bench_network(job, GPU_ALGO_BITONIC, in, t, &tuning, name, base);
+		}
 
 		if (!networks_only)
 			bench_approx_variants(job, in, t, base);

@@ -42,6 +42,7 @@ void		network_shape(ElementKind kind, int index, int *log_r, int *log_nt);
 
 struct NetworkTuning
 {
+	int			first_shape;	/* -1: the default */
 	int			tile_shape;		/* -1: the default */
 	int			wide_shape;		/* -1: the default */
 	int			min_run_bits;	/* -1: the default (128-byte rows) */

@@ -74,6 +74,8 @@
 #define NET_HD inline
 #define NET_UNROLL
 #endif
+/* for the planner's pieces that also build programs at compile time */
+#define NET_CONSTEXPR NET_HD constexpr
 
 namespace gs_net {
 
@@ -196,7 +198,9 @@ enum OpKind
 {
 	OP_LOAD = 0,				/* a = window, b = local view, c = direct from global */
 	OP_EXCHANGE,				/* a = window, b = local view: via shared memory */
-	OP_STEP,					/* a = register bit, b = DirKind, c = direction bit */
+	OP_STEP,					/* a = register bit, b = DirKind, c = direction bit
+								 * (DIR_LOCAL_BIT; DIR_GLOBAL_BIT's is the
+								 * pass's: step_bit()) */
 	OP_FLIP,					/* a = stage s <= LOG_R: in-register flip (window 0) */
 	OP_STORE					/* c = direct to global */
 };
@@ -205,8 +209,9 @@ enum DirKind
 {
 	DIR_ASCENDING = 0,
 	DIR_LOCAL_BIT,				/* descending where local (view) bit c is set */
-	DIR_GLOBAL_BIT				/* descending where global bit c is set
-								 * (a bit outside the group: same for all) */
+	DIR_GLOBAL_BIT				/* descending where the pass's global
+								 * direction bit is set (a bit outside the
+								 * group: the same for the whole block) */
 };
 
 struct Op
@@ -220,6 +225,17 @@ struct Op
 /* Enough for the first tile pass of a 2^15 tile: 120 steps and ~30 exchanges. */
 #define NET_MAX_OPS 200
 
+/* Which kernel shape runs a pass: the tail passes', the wide passes', or
+ * the first pass's (whose tiles may be larger; its larger groups also take
+ * the wide passes with more strides than the wide shape's: WIDE_LARGE) */
+enum { SHAPE_TILE = 0, SHAPE_WIDE = 1, SHAPE_FIRST = 2, SHAPE_WIDE_LARGE = 3 };
+
+/*
+ * A pass and its program. Every DIR_GLOBAL_BIT step of one pass takes its
+ * direction from the same bit (the stage's), kept out of the ops so that
+ * the tail passes of all stages have one program, which the kernels can
+ * then run compiled rather than interpreted (gpu_networks.cu).
+ */
 struct Pass
 {
 	uint8_t		shape;			/* which kernel shape runs it (tile or wide) */
@@ -227,9 +243,38 @@ struct Pass
 	uint8_t		high_bit;
 	uint8_t		global_view;	/* stage s of a global mirror view, 0 = none */
 	uint16_t	nops;
-	uint16_t	unused;
+	uint8_t		global_direction_bit;	/* for DIR_GLOBAL_BIT steps */
+	uint8_t		unused;
 	Op			ops[NET_MAX_OPS];
 };
+
+/* The direction bit of a step op: DIR_GLOBAL_BIT's is the pass's. */
+NET_HD int
+step_bit(const Op &op, int global_direction_bit)
+{
+	return op.b == DIR_GLOBAL_BIT ? global_direction_bit : op.c;
+}
+
+/*
+ * The same program: equal but for where the pass lies in the network (the
+ * high bit of a wide pass, the stage of its mirror view, the global
+ * direction bit), which a compiled program takes from the pass at run time.
+ */
+NET_HD bool
+same_program(const Pass &a, const Pass &b)
+{
+	if (a.shape != b.shape || a.run_bits != b.run_bits || a.nops != b.nops ||
+		(a.global_view != 0) != (b.global_view != 0))
+		return false;
+	if ((a.shape == SHAPE_TILE || a.shape == SHAPE_FIRST) &&
+		(a.high_bit != b.high_bit || a.global_view != b.global_view))
+		return false;			/* tile passes: all fields are the program's */
+	for (int i = 0; i < a.nops; i++)
+		if (a.ops[i].kind != b.ops[i].kind || a.ops[i].a != b.ops[i].a ||
+			a.ops[i].b != b.ops[i].b || a.ops[i].c != b.ops[i].c)
+			return false;
+	return true;
+}
 
 /* ------------------------------------------------------------------------
  * Index arithmetic
@@ -314,7 +359,7 @@ lowest_bit(int i)
  * per element to find its shared-memory slot, instead of recomputing the
  * whole map.
  * ------------------------------------------------------------------------ */
-template <class M, int LOG_R, int LOG_NT>
+template <class M, int LOG_R, int LOG_NT, bool COMPILED>
 struct PassThread
 {
 	typedef ElementTraits<M> Traits;
@@ -343,9 +388,18 @@ struct PassThread
 	uint32_t	thread_part;	/* local index bits that come from tid */
 	uint32_t	slot_base;		/* shared-memory slot of register 0 */
 	uint32_t	slot_delta[LOG_R];	/* slot(e ^ (1 << k)) = slot(e) ^ slot_delta[k] */
-	bool		affine;			/* global(e) = mirror(first_global + (e << shift)) */
+	/*
+	 * Without a local view, the global index of register e is
+	 *     mirror(first_global + ((e & low_mask) << shift) + ((e >> low_bits) << high_shift)):
+	 * the window's bits below the run bits and those above (a window that
+	 * straddles them: the wide passes of a few strides) each move
+	 * contiguously. Compiled programs (COMPILED) fold most of this.
+	 */
+	bool		affine;
 	uint64_t	first_global;
 	int			shift;
+	int			low_bits;
+	int			high_shift;
 
 	static NET_HD uint32_t swz(uint32_t local)
 	{
@@ -355,12 +409,20 @@ struct PassThread
 	NET_HD void begin(M *data_, uint64_t mem_length_, uint64_t group, uint32_t tid_,
 					  const Pass &pass, M *smem_)
 	{
+		begin(data_, mem_length_, group, tid_, pass.run_bits, pass.high_bit, pass.global_view,
+			  smem_);
+	}
+
+	/* The same from the pass's fields (constants in compiled programs). */
+	NET_HD void begin(M *data_, uint64_t mem_length_, uint64_t group, uint32_t tid_,
+					  int run_bits_, int high_bit_, int global_view_, M *smem_)
+	{
 		tid = tid_;
 		data = data_;
 		mem_length = mem_length_;
-		run_bits = pass.run_bits;
-		high_bit = pass.high_bit;
-		global_view = pass.global_view;
+		run_bits = run_bits_;
+		high_bit = high_bit_;
+		global_view = global_view_;
 		smem = smem_;
 		base = group_base(group, G, run_bits, high_bit);
 
@@ -383,27 +445,45 @@ NET_UNROLL
 		for (int k = 0; k < LOG_R; k++)
 			slot_delta[k] = swz(mirror32(1u << (q + k), local_view));
 
-		/*
-		 * Without a local view, and with the window either in the high
-		 * (non-run) bits or in a contiguous tile, the global index of
-		 * register e is a constant plus e shifted (before the global view).
-		 */
-		affine = false;
-		if (local_view == 0)
+		/* the split form only in compiled programs: as run-time state, it
+		 * makes the interpreting kernel spill */
+		affine = local_view == 0 && (COMPILED || q >= run_bits || run_bits - q >= LOG_R);
+		if (run_bits == G)
 		{
-			if (q >= run_bits)
-			{
-				affine = true;
-				shift = q - run_bits + high_bit;
-				first_global = base | spread_local(thread_part, run_bits, high_bit);
-			}
-			else if (run_bits == G)
-			{
-				affine = true;
-				shift = q;
-				first_global = base | thread_part;
-			}
+			/* a contiguous tile */
+			first_global = base | thread_part;
+			shift = q;
+			low_bits = LOG_R;
+			return;
 		}
+		first_global = base | spread_local(thread_part, run_bits, high_bit);
+		if (q >= run_bits)
+		{
+			/* all in the high bits */
+			shift = q - run_bits + high_bit;
+			low_bits = LOG_R;
+		}
+		else
+		{
+			/* from bit q in the run, then on at the high bit */
+			shift = q;
+			low_bits = run_bits - q < LOG_R ? run_bits - q : LOG_R;
+			high_shift = high_bit;
+		}
+	}
+
+	/* The global index of register e when affine (before the global view). */
+	NET_HD uint64_t affine_global(int e) const
+	{
+		if (!COMPILED)
+			return first_global + ((uint64_t) e << shift);	/* low_bits == LOG_R */
+
+		const int	low_mask = (1 << low_bits) - 1;
+		uint64_t	g = first_global + ((uint64_t) (e & low_mask) << shift);
+
+		if (low_bits < LOG_R)
+			g += (uint64_t) (e >> low_bits) << high_shift;
+		return g;
 	}
 
 	NET_HD uint32_t view_local(int e) const
@@ -429,7 +509,7 @@ NET_UNROLL
 		uint64_t	g;
 
 		if (affine)
-			g = first_global + ((uint64_t) e << shift);
+			g = affine_global(e);
 		else
 			g = base | spread_local(actual_local(e), run_bits, high_bit);
 		return mirror64(g, global_view);
@@ -465,7 +545,7 @@ NET_UNROLL
 		{
 NET_UNROLL
 			for (int e = 0; e < R; e++)
-				v[e] = fetch<CHECKED>(first_global + ((uint64_t) e << shift));
+				v[e] = fetch<CHECKED>(affine_global(e));
 			return;
 		}
 NET_UNROLL
@@ -480,7 +560,7 @@ NET_UNROLL
 		{
 NET_UNROLL
 			for (int e = 0; e < R; e++)
-				put<CHECKED>(first_global + ((uint64_t) e << shift), v[e]);
+				put<CHECKED>(affine_global(e), v[e]);
 			return;
 		}
 NET_UNROLL
@@ -504,10 +584,18 @@ NET_UNROLL
 			store_direct_loop<true>();
 	}
 
+	/* A contiguous tile that the global view of stage G + 1 stores
+	 * reversed (the bitonic network's first pass, odd tiles). */
+	NET_HD bool tile_reversed() const
+	{
+		return global_view == G + 1 && ((base >> G) & 1);
+	}
+
 	/*
 	 * Global <-> shared memory with consecutive threads on consecutive
 	 * slots: local = tid + k * NT. In a contiguous tile without a global
-	 * view that is base + tid + k * NT in global memory (constant offsets),
+	 * view that is base + tid + k * NT in global memory (constant offsets;
+	 * the same backwards from the tile's end when it is stored reversed),
 	 * and swz(tid) ^ swz(k * NT) in shared memory (a constant per k).
 	 */
 	template <bool CHECKED>
@@ -515,14 +603,15 @@ NET_UNROLL
 	{
 		const uint32_t tid_slot = swz(tid);
 
-		if (run_bits == G && global_view == 0)
+		if (run_bits == G && (global_view == 0 || global_view == G + 1))
 		{
-			const uint64_t first = base + tid;
+			const int64_t stride = tile_reversed() ? -(int64_t) NT : NT;
+			const uint64_t first = base + (tile_reversed() ? ((1u << G) - 1 - tid) : tid);
 
 NET_UNROLL
 			for (int k = 0; k < R; k++)
 				Traits::store(smem + (tid_slot ^ swz((uint32_t) k * NT)),
-							  fetch<CHECKED>(first + (uint64_t) k * NT));
+							  fetch<CHECKED>(first + k * stride));
 			return;
 		}
 NET_UNROLL
@@ -539,13 +628,14 @@ NET_UNROLL
 	{
 		const uint32_t tid_slot = swz(tid);
 
-		if (run_bits == G && global_view == 0)
+		if (run_bits == G && (global_view == 0 || global_view == G + 1))
 		{
-			const uint64_t first = base + tid;
+			const int64_t stride = tile_reversed() ? -(int64_t) NT : NT;
+			const uint64_t first = base + (tile_reversed() ? ((1u << G) - 1 - tid) : tid);
 
 NET_UNROLL
 			for (int k = 0; k < R; k++)
-				put<CHECKED>(first + (uint64_t) k * NT,
+				put<CHECKED>(first + k * stride,
 							 Traits::load(smem + (tid_slot ^ swz((uint32_t) k * NT))));
 			return;
 		}
@@ -727,7 +817,7 @@ struct Shape
 {
 	int			log_r;
 	int			log_nt;
-	int			group_bits() const { return log_r + log_nt; }
+	NET_CONSTEXPR int group_bits() const { return log_r + log_nt; }
 };
 
 struct PlanParams
@@ -735,31 +825,30 @@ struct PlanParams
 	bool		bitonic;		/* else butterfly */
 	int			log_length;		/* the network sorts 2^log_length positions */
 	int			element_bytes;
-	Shape		tile;			/* shape 0 */
-	Shape		wide;			/* shape 1 */
+	Shape		first;			/* the first pass (tiles at least the tail's) */
+	Shape		tile;			/* the tail passes */
+	Shape		wide;			/* the wide passes */
 	int			min_run_bits;	/* shortest row of a wide group, log2 */
 };
 
-enum { SHAPE_TILE = 0, SHAPE_WIDE = 1 };
-
+/* Writes one pass's program; usable at compile time (gpu_networks.cu). */
 class PassBuilder
 {
   public:
-	PassBuilder(int shape, int run_bits, int high_bit, int global_view, int element_bytes)
-		: element_bytes_(element_bytes), ok_(true)
+	NET_CONSTEXPR PassBuilder(int shape, int run_bits, int high_bit, int global_view,
+							  int element_bytes, int log_r)
+		: pass_(), element_bytes_(element_bytes), q_(-1), view_(0), log_r_(log_r),
+		  has_direction_(false), ok_(true)
 	{
-		memset(&pass_, 0, sizeof(pass_));
 		pass_.shape = (uint8_t) shape;
 		pass_.run_bits = (uint8_t) run_bits;
 		pass_.high_bit = (uint8_t) high_bit;
 		pass_.global_view = (uint8_t) global_view;
-		q_ = -1;
-		view_ = 0;
 	}
 
 	/* Direct global access pays when each warp access covers whole lines:
 	 * the lanes span local bits [0, min(q, 5)), contiguous below run_bits. */
-	bool direct(int q) const
+	NET_CONSTEXPR bool direct(int q) const
 	{
 		int			bits = q < 5 ? q : 5;
 
@@ -768,7 +857,7 @@ class PassBuilder
 		return ((1 << bits) * element_bytes_) >= 128;
 	}
 
-	void op(int kind, int a, int b, int c)
+	NET_CONSTEXPR void op(int kind, int a, int b, int c)
 	{
 		if (pass_.nops >= NET_MAX_OPS)
 		{
@@ -783,7 +872,7 @@ class PassBuilder
 		o.c = (uint8_t) c;
 	}
 
-	void load(int q, int view)
+	NET_CONSTEXPR void load(int q, int view)
 	{
 		op(OP_LOAD, q, view, direct(q) && view == 0);
 		q_ = q;
@@ -791,7 +880,7 @@ class PassBuilder
 	}
 
 	/* Moves to window q (and view), unless already there. */
-	void window(int q, int view)
+	NET_CONSTEXPR void window(int q, int view)
 	{
 		if (q == q_ && view == view_)
 			return;
@@ -801,43 +890,51 @@ class PassBuilder
 	}
 
 	/* A step on local bit b, which must lie in the current window. */
-	void step(int b, int kind, int bit)
+	NET_CONSTEXPR void step(int b, int kind, int bit)
 	{
 		if (b < q_ || b >= q_ + log_r_)
 			ok_ = false;
+		if (kind == DIR_GLOBAL_BIT)
+		{
+			/* one global direction bit per pass */
+			if (has_direction_ && pass_.global_direction_bit != bit)
+				ok_ = false;
+			pass_.global_direction_bit = (uint8_t) bit;
+			has_direction_ = true;
+			bit = 0;
+		}
 		op(OP_STEP, b - q_, kind, bit);
 	}
 
-	void flip(int s) { op(OP_FLIP, s, 0, 0); }
-	void store() { op(OP_STORE, 0, 0, direct(q_) && view_ == 0); }
+	NET_CONSTEXPR void flip(int s) { op(OP_FLIP, s, 0, 0); }
+	NET_CONSTEXPR void store() { op(OP_STORE, 0, 0, direct(q_) && view_ == 0); }
 
-	int			q() const { return q_; }
-	int			view() const { return view_; }
-	void		set_log_r(int log_r) { log_r_ = log_r; }
-	bool		ok() const { return ok_; }
-	const Pass &pass() const { return pass_; }
+	NET_CONSTEXPR void fail() { ok_ = false; }
+	NET_CONSTEXPR bool ok() const { return ok_; }
+	NET_CONSTEXPR const Pass &pass() const { return pass_; }
 
   private:
 	Pass		pass_;
 	int			element_bytes_;
 	int			q_;
 	int			view_;
-	int			log_r_ = 0;
+	int			log_r_;
+	bool		has_direction_;
 	bool		ok_;
 };
 
 /*
  * The first pass: sorts every tile of 2^G (or the whole array when
- * shorter), stages 1 .. stages, by the chosen network.
+ * shorter), stages 1 .. stages, by the chosen network; global_view: see
+ * bitonic_first_pass().
  */
-static inline bool
-plan_first_tile_pass(const PlanParams &p, int stages, std::vector<Pass> &out)
+NET_CONSTEXPR PassBuilder
+first_tile_pass(const PlanParams &p, int stages, int global_view = 0)
 {
-	const int	r = p.tile.log_r;
-	const int	G = p.tile.group_bits();
-	PassBuilder b(SHAPE_TILE, G, G, 0, p.element_bytes);
+	const int	r = p.first.log_r;
+	const int	G = p.first.group_bits();
+	PassBuilder b(SHAPE_FIRST, G, G, global_view, p.element_bytes, r);
 
-	b.set_log_r(r);
 	b.load(0, 0);
 	for (int s = 1; s <= stages; s++)
 	{
@@ -882,23 +979,19 @@ plan_first_tile_pass(const PlanParams &p, int stages, std::vector<Pass> &out)
 		}
 	}
 	b.store();
-	if (!b.ok())
-		return false;
-	out.push_back(b.pass());
-	return true;
+	return b;
 }
 
 /* Strides 2^(G-1) .. 1 of stage s > G, on contiguous tiles. */
-static inline bool
-plan_tail_pass(const PlanParams &p, int s, std::vector<Pass> &out)
+NET_CONSTEXPR PassBuilder
+tail_pass(const PlanParams &p, int s)
 {
 	const int	r = p.tile.log_r;
 	const int	G = p.tile.group_bits();
-	PassBuilder b(SHAPE_TILE, G, G, 0, p.element_bytes);
+	PassBuilder b(SHAPE_TILE, G, G, 0, p.element_bytes, r);
 	int			next = G - 1;
 	bool		first = true;
 
-	b.set_log_r(r);
 	while (next >= 0)
 	{
 		int			q = next - r + 1 > 0 ? next - r + 1 : 0;
@@ -918,28 +1011,73 @@ plan_tail_pass(const PlanParams &p, int s, std::vector<Pass> &out)
 		next = q - 1;
 	}
 	b.store();
+	return b;
+}
+
+/*
+ * The bitonic network's first pass over whole tiles, in the butterfly's
+ * form. After its first G stages the bitonic network has sorted every tile
+ * of 2^G, ascending where bit G of the index is 0 and descending where it
+ * is 1. The flip form (all comparators ascending) sorts the tiles with the
+ * same comparators up to a relabelling of the wires, and the global mirror
+ * view of stage G + 1 stores the odd tiles reversed, that is descending:
+ * the same elements in the same places (pairs are distinct, and equal keys
+ * are indistinguishable). It is the cheaper program: every comparator
+ * ascending, where the bitonic form picks a direction per thread or per
+ * register, and it runs compiled faster (bench/README.md).
+ */
+NET_CONSTEXPR PassBuilder
+bitonic_first_pass(const PlanParams &p)
+{
+	PlanParams	flip = p;
+
+	flip.bitonic = false;
+	return first_tile_pass(flip, p.first.group_bits(), p.first.group_bits() + 1);
+}
+
+static inline bool
+plan_first_tile_pass(const PlanParams &p, int stages, std::vector<Pass> &out)
+{
+	PassBuilder b = p.bitonic && p.log_length >= p.first.group_bits() ?
+		bitonic_first_pass(p) : first_tile_pass(p, stages);
+
 	if (!b.ok())
 		return false;
 	out.push_back(b.pass());
 	return true;
 }
 
-/* Global bits top .. top-L+1 of stage s (all >= the tile bits). */
 static inline bool
-plan_wide_pass(const PlanParams &p, int s, int top, int L, std::vector<Pass> &out)
+plan_tail_pass(const PlanParams &p, int s, std::vector<Pass> &out)
 {
-	const int	r = p.wide.log_r;
-	const int	G = p.wide.group_bits();
+	PassBuilder b = tail_pass(p, s);
+
+	if (!b.ok())
+		return false;
+	out.push_back(b.pass());
+	return true;
+}
+
+/* Global bits top .. top-L+1 of stage s (all >= the tile bits), in groups
+ * of the wide shape (or the first pass's: SHAPE_WIDE_LARGE). */
+NET_CONSTEXPR PassBuilder
+wide_pass(const PlanParams &p, int s, int top, int L, int shape = SHAPE_WIDE)
+{
+	const Shape	sh = shape == SHAPE_WIDE ? p.wide : p.first;
+	const int	r = sh.log_r;
+	const int	G = sh.group_bits();
 	const int	run_bits = G - L;
 	const int	high_bit = top - L + 1;
 	const bool	has_flip = !p.bitonic && top == s - 1;
-	PassBuilder b(SHAPE_WIDE, run_bits, high_bit, has_flip ? s : 0, p.element_bytes);
+	PassBuilder b(shape, run_bits, high_bit, has_flip ? s : 0, p.element_bytes, r);
 	int			next = G - 1;	/* local bit of global bit `top` */
 	bool		first = true;
 
 	if (run_bits > high_bit || run_bits < 0)
-		return false;
-	b.set_log_r(r);
+	{
+		b.fail();
+		return b;
+	}
 	while (next >= run_bits)
 	{
 		/* keep windows at or above the run bits: direct global access */
@@ -968,6 +1106,14 @@ plan_wide_pass(const PlanParams &p, int s, int top, int L, std::vector<Pass> &ou
 		next = (q > run_bits ? q : run_bits) - 1;
 	}
 	b.store();
+	return b;
+}
+
+static inline bool
+plan_wide_pass(const PlanParams &p, int s, int top, int L, int shape, std::vector<Pass> &out)
+{
+	PassBuilder b = wide_pass(p, s, top, L, shape);
+
 	if (!b.ok())
 		return false;
 	out.push_back(b.pass());
@@ -981,29 +1127,36 @@ plan_wide_pass(const PlanParams &p, int s, int top, int L, std::vector<Pass> &ou
 static inline bool
 plan_network(const PlanParams &p, std::vector<Pass> &out)
 {
+	const int	Gf = p.first.group_bits();
 	const int	Gt = p.tile.group_bits();
 	const int	Gw = p.wide.group_bits();
 	const int	max_wide_bits = Gw - p.min_run_bits;
+	/* the first pass's groups, when larger, take one stride more: one pass
+	 * where the wide shape would need two */
+	const int	max_large_bits = Gf > Gw && Gf <= Gt + 1 ? Gf - p.min_run_bits : 0;
 
 	out.clear();
 	if (p.log_length <= 0)
 		return true;
-	if (Gw > Gt + 1 || max_wide_bits < 1 || p.tile.log_r > 5 || p.wide.log_r > 5 ||
-		p.wide.log_r > Gw || p.tile.log_r > Gt)
+	if (Gw > Gt + 1 || Gf < Gt || max_wide_bits < 1 || p.first.log_r > 5 ||
+		p.tile.log_r > 5 || p.wide.log_r > 5 || p.wide.log_r > Gw || p.tile.log_r > Gt)
 		return false;
-	if (!plan_first_tile_pass(p, p.log_length < Gt ? p.log_length : Gt, out))
+	if (!plan_first_tile_pass(p, p.log_length < Gf ? p.log_length : Gf, out))
 		return false;
-	for (int s = Gt + 1; s <= p.log_length; s++)
+	for (int s = Gf + 1; s <= p.log_length; s++)
 	{
 		int			top = s - 1;
 
 		while (top >= Gt)
 		{
 			int			L = top - Gt + 1;
+			int			shape = SHAPE_WIDE;
 
-			if (L > max_wide_bits)
+			if (L > max_wide_bits && L <= max_large_bits)
+				shape = SHAPE_WIDE_LARGE;
+			else if (L > max_wide_bits)
 				L = max_wide_bits;
-			if (!plan_wide_pass(p, s, top, L, out))
+			if (!plan_wide_pass(p, s, top, L, shape, out))
 				return false;
 			top -= L;
 		}
@@ -1017,11 +1170,90 @@ plan_network(const PlanParams &p, std::vector<Pass> &out)
 static inline uint64_t
 pass_groups(const PlanParams &p, const Pass &pass)
 {
-	int			G = pass.shape == SHAPE_TILE ? p.tile.group_bits() : p.wide.group_bits();
+	int			G = pass.shape == SHAPE_FIRST || pass.shape == SHAPE_WIDE_LARGE ?
+		p.first.group_bits() :
+		pass.shape == SHAPE_TILE ? p.tile.group_bits() : p.wide.group_bits();
 
 	if (p.log_length <= G)
 		return 1;
 	return (uint64_t) 1 << (p.log_length - G);
+}
+
+/* ------------------------------------------------------------------------
+ * Compiled programs
+ *
+ * A network's passes run few programs: the first pass's (the same for
+ * every long array), the tail passes' (one for all stages), and the wide
+ * passes' (one per number of strides L, and for the butterfly with or
+ * without the flip); where a pass lies in the network (its stage, high bit
+ * and mirror view) is not part of the program. So the kernels can run them
+ * compiled, every op, window, register mask and slot delta a constant,
+ * rather than interpret them: interpreting costs instructions on the
+ * integer pipe that the compare-exchanges saturate (gpu_networks.cu).
+ * ------------------------------------------------------------------------ */
+
+/* the wide passes that have a program: up to 9 strides (the most any
+ * default shape takes) */
+#define NET_MAX_WIDE_BITS 9
+
+enum FixedProgram
+{
+	PROGRAM_INTERPRETED = 0,	/* none: the ops of the pass itself */
+	PROGRAM_FIRST_BITONIC,
+	PROGRAM_FIRST_BUTTERFLY,
+	PROGRAM_TAIL_BITONIC,
+	PROGRAM_TAIL_BUTTERFLY,
+	PROGRAM_WIDE,				/* + 3 (L - 1) + variant: bitonic, butterfly
+								 * with the flip, butterfly without */
+	PROGRAM_COUNT = PROGRAM_WIDE + 3 * NET_MAX_WIDE_BITS
+};
+
+/* A fixed program as a pass (at compile time too), for the shape
+ * (log_r, log_nt) that runs it. */
+NET_CONSTEXPR PassBuilder
+fixed_program(int program, int log_r, int log_nt, int element_bytes)
+{
+	const int	G = log_r + log_nt;
+	const int	wide_variant = program >= PROGRAM_WIDE ? (program - PROGRAM_WIDE) % 3 : 0;
+	const int	L = program >= PROGRAM_WIDE ? (program - PROGRAM_WIDE) / 3 + 1 : 0;
+	const bool	bitonic = program == PROGRAM_FIRST_BITONIC || program == PROGRAM_TAIL_BITONIC ||
+		(program >= PROGRAM_WIDE && wide_variant == 0);
+	const PlanParams p = {bitonic, 3 * G + 2, element_bytes, {log_r, log_nt}, {log_r, log_nt},
+						  {log_r, log_nt}, 0};
+
+	if (program == PROGRAM_FIRST_BITONIC)
+		return bitonic_first_pass(p);
+	if (program == PROGRAM_FIRST_BUTTERFLY)
+		return first_tile_pass(p, G);
+	if (program == PROGRAM_TAIL_BITONIC || program == PROGRAM_TAIL_BUTTERFLY)
+		return tail_pass(p, G + 1);
+	/* a wide pass well above the tile; with the flip when its top is s - 1 */
+	return wide_pass(p, 3 * G + 2, wide_variant == 1 ? 3 * G + 1 : 3 * G, L);
+}
+
+/* The fixed program a pass runs (its shape's), else PROGRAM_INTERPRETED. */
+static inline int
+program_for(const Pass &pass, Shape shape, int element_bytes)
+{
+	int			candidates[4] = {PROGRAM_FIRST_BITONIC, PROGRAM_FIRST_BUTTERFLY,
+		PROGRAM_TAIL_BITONIC, PROGRAM_TAIL_BUTTERFLY};
+
+	if (pass.shape == SHAPE_WIDE)
+	{
+		int			L = shape.group_bits() - pass.run_bits;
+
+		if (L < 1 || L > NET_MAX_WIDE_BITS)
+			return PROGRAM_INTERPRETED;
+		/* bitonic, or the butterfly with or without the flip */
+		candidates[0] = PROGRAM_WIDE + 3 * (L - 1);
+		candidates[1] = candidates[0] + (pass.global_view ? 1 : 2);
+		candidates[2] = candidates[3] = candidates[0];
+	}
+	for (int program : candidates)
+		if (same_program(pass, fixed_program(program, shape.log_r, shape.log_nt,
+											 element_bytes).pass()))
+			return program;
+	return PROGRAM_INTERPRETED;
 }
 
 }								/* namespace gs_net */

@@ -8,32 +8,40 @@
  * comparator ascending, so that comparators reaching past n are skipped and
  * no padding is needed). With the row index riding along, elements compare
  * as (key, index) and the result is the stable sort the CPU produces.
+ * (The bitonic network's first pass sorts its tiles in the flip form too,
+ * every other tile stored reversed: the same result, by a cheaper program;
+ * bitonic_first_pass() in gpu_network_core.cuh.)
  *
  * How the steps are grouped into passes over global memory, and what one
  * pass does in registers and shared memory, is described in
- * gpu_network_core.cuh; this file holds the kernel that interprets a pass's
- * program, the kernel shapes, and the small pack/unpack/fill kernels.
+ * gpu_network_core.cuh; this file holds the kernel that runs a pass's
+ * program (interpreted, or compiled for the default shapes), the kernel
+ * shapes, and the small pack/unpack/fill kernels.
  *
- * Cost at n = 2^24 with 8-byte elements (groups of 2^13, measured on the
- * H100, bench/results/h100-ncu.txt): one pass sorts the tiles (91 steps in
- * registers and shared memory: compute bound, 0.75 ms), then each of the
- * 11 further stages takes one or two "wide" passes over its large strides
- * (register-only when they are <= 5, 0.10-0.12 ms, 60-72% of DRAM
- * bandwidth) and one "tail" pass over its strides below the tile size
- * (0.15 ms, 48%): 25 passes reading and writing 128 MiB each, 3.3 ms in
- * all, against 300 passes for one kernel per step. Every kind of pass kept
- * the ALU pipe 66-78% busy (the FMA pipe 6-10%): the compare-exchanges
- * bound them, which is why pairs are compared as doubles (Packed62, in
- * gpu_network_core.cuh): 3.0 ms.
+ * Cost at n = 2^24 with 8-byte elements (measured on the H100,
+ * bench/README.md): one pass sorts tiles of 2^14 (105 steps in registers
+ * and shared memory: compute bound, 0.74 ms under Nsight Compute), then
+ * each of the 10 further stages takes one or two "wide" passes over its
+ * strides >= 2^13 (88 us, 82% of DRAM bandwidth) and one "tail" pass over
+ * its strides below 2^13 (96 us, 75%): 23 passes, 2.83 ms, against 300
+ * passes for one kernel per step. The compare-exchanges keep the integer
+ * pipe busy, which is why pairs are compared as doubles (Packed62, in
+ * gpu_network_core.cuh), and why the passes' programs run compiled rather
+ * than interpreted (gpu_network_core.cuh, "Compiled programs").
  */
 #include "gpu_internal.cuh"
 #include "gpu_network_core.cuh"
 
+#include <utility>
 #include <vector>
 
 namespace gs_gpu {
 
 using gs_net::Packed62;
+using gs_net::PROGRAM_COUNT;
+using gs_net::PROGRAM_INTERPRETED;
+using gs_net::PROGRAM_TAIL_BITONIC;
+using gs_net::fixed_program;
 using gs_net::Pair16;
 using gs_net::Pass;
 using gs_net::PassThread;
@@ -42,68 +50,155 @@ using gs_net::PassThread;
  * The pass kernel
  * ------------------------------------------------------------------------ */
 
+/* A load, window exchange or store of a pass's program (one thread's part). */
+template <class T>
+__device__ __forceinline__ void
+run_memory_op(T &t, const gs_net::Op op)
+{
+	switch (op.kind)
+	{
+		case gs_net::OP_LOAD:
+			if (op.c)
+			{
+				t.set_layout(op.a, op.b);
+				t.load_direct();
+			}
+			else
+			{
+				t.load_group_to_smem();
+				__syncthreads();
+				t.set_layout(op.a, op.b);
+				t.read_smem();
+			}
+			break;
+		case gs_net::OP_EXCHANGE:
+			__syncthreads();	/* everyone has read the previous layout */
+			t.write_smem();
+			__syncthreads();
+			t.set_layout(op.a, op.b);
+			t.read_smem();
+			break;
+		case gs_net::OP_STORE:
+			if (op.c)
+				t.store_direct();
+			else
+			{
+				__syncthreads();
+				t.write_smem();
+				__syncthreads();
+				t.store_group_from_smem();
+			}
+			break;
+	}
+}
+
+/* Any op of a pass's program. (A switch: as an if-chain, the compiler
+ * allocates registers worse and the 8-byte elements' kernel spills.) */
+template <class T>
+__device__ __forceinline__ void
+run_op(T &t, const gs_net::Op op, int global_direction_bit)
+{
+	switch (op.kind)
+	{
+		case gs_net::OP_STEP:
+			t.step(op.a, op.b, gs_net::step_bit(op, global_direction_bit));
+			break;
+		case gs_net::OP_FLIP:
+			t.flip_stage(op.a);
+			break;
+		default:
+			run_memory_op(t, op);
+			break;
+	}
+}
+
+/* A fixed program, built once per instantiation at compile time. */
+template <int PROGRAM, int LOG_R, int LOG_NT, int ELEMENT_BYTES>
+struct FixedPass
+{
+	static constexpr gs_net::Pass pass =
+		fixed_program(PROGRAM, LOG_R, LOG_NT, ELEMENT_BYTES).pass();
+};
+
+/*
+ * Op I of a fixed program. The op is a constant expression (a loop
+ * unrolled over a constant array leaves the array in local memory), so
+ * every switch on it folds away.
+ */
+template <class F, int I, class T>
+__device__ __forceinline__ void
+run_fixed_op(T &t, int global_direction_bit)
+{
+	constexpr gs_net::Op op = F::pass.ops[I];
+
+	/* only the code of this op is instantiated, not every op's */
+	if constexpr (op.kind == gs_net::OP_STEP)
+		t.template step_j<op.a>(op.b, gs_net::step_bit(op, global_direction_bit));
+	else if constexpr (op.kind == gs_net::OP_FLIP)
+		t.template flip<op.a>();
+	else
+		run_memory_op(t, op);
+}
+
+/* All of them, in order (a fold rather than a recursion, which the
+ * compiler would inline level by level, copying the rest each time). */
+template <class F, class T, int... I>
+__device__ __forceinline__ void
+run_fixed_ops(T &t, int global_direction_bit, std::integer_sequence<int, I...>)
+{
+	(run_fixed_op<F, I>(t, global_direction_bit), ...);
+}
+
 /*
  * One block per group. The program is the same for every block, so every
  * branch below is uniform across the block, and every __syncthreads() is
  * reached by all threads. Blocks whose group lies wholly past the data
  * (butterfly) leave at once.
  */
-template <class M, int LOG_R, int LOG_NT, int MIN_BLOCKS>
+template <class M, int LOG_R, int LOG_NT, int MIN_BLOCKS, int PROGRAM>
 __global__ void __launch_bounds__(1 << LOG_NT, MIN_BLOCKS)
 network_pass_kernel(M *data, uint64_t mem_length, const __grid_constant__ Pass pass)
 {
 	extern __shared__ __align__(16) unsigned char smem_bytes[];
-	PassThread<M, LOG_R, LOG_NT> t;
+	PassThread<M, LOG_R, LOG_NT, PROGRAM != PROGRAM_INTERPRETED> t;
+	M		   *smem = reinterpret_cast<M *>(smem_bytes);
 
-	t.begin(data, mem_length, blockIdx.x, threadIdx.x, pass,
-			reinterpret_cast<M *>(smem_bytes));
-	if (t.base >= mem_length)
-		return;
-	for (int i = 0; i < pass.nops; i++)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	/*
+	 * Launched early (programmatic dependent launch, launch_pass): wait
+	 * here until the previous pass has finished and its writes are
+	 * visible, and let the next pass's blocks be scheduled already.
+	 */
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;");
+#endif
+
+	if constexpr (PROGRAM == PROGRAM_INTERPRETED)
 	{
-		const gs_net::Op op = pass.ops[i];
+		t.begin(data, mem_length, blockIdx.x, threadIdx.x, pass, smem);
+		if (t.base >= mem_length)
+			return;
+		for (int i = 0; i < pass.nops; i++)
+			run_op(t, pass.ops[i], pass.global_direction_bit);
+	}
+	else
+	{
+		/* the pass's layout from the program too where it is fixed, so
+		 * that it folds: all of it for tiles; for wide passes the run bits,
+		 * and whether there is a mirror view */
+		typedef FixedPass<PROGRAM, LOG_R, LOG_NT, (int) sizeof(M)> F;
+		constexpr bool tile = F::pass.shape != gs_net::SHAPE_WIDE;
+		constexpr int run_bits = F::pass.run_bits;
+		const int	high_bit = tile ? F::pass.high_bit : pass.high_bit;
+		const int	global_view = tile || !F::pass.global_view ? F::pass.global_view :
+			pass.global_view;
 
-		switch (op.kind)
-		{
-			case gs_net::OP_LOAD:
-				if (op.c)
-				{
-					t.set_layout(op.a, op.b);
-					t.load_direct();
-				}
-				else
-				{
-					t.load_group_to_smem();
-					__syncthreads();
-					t.set_layout(op.a, op.b);
-					t.read_smem();
-				}
-				break;
-			case gs_net::OP_EXCHANGE:
-				__syncthreads();	/* everyone has read the previous layout */
-				t.write_smem();
-				__syncthreads();
-				t.set_layout(op.a, op.b);
-				t.read_smem();
-				break;
-			case gs_net::OP_STEP:
-				t.step(op.a, op.b, op.c);
-				break;
-			case gs_net::OP_FLIP:
-				t.flip_stage(op.a);
-				break;
-			case gs_net::OP_STORE:
-				if (op.c)
-					t.store_direct();
-				else
-				{
-					__syncthreads();
-					t.write_smem();
-					__syncthreads();
-					t.store_group_from_smem();
-				}
-				break;
-		}
+		t.begin(data, mem_length, blockIdx.x, threadIdx.x, run_bits, high_bit, global_view,
+				smem);
+		if (t.base >= mem_length)
+			return;
+		run_fixed_ops<F>(t, pass.global_direction_bit,
+						 std::make_integer_sequence<int, F::pass.nops>());
 	}
 }
 
@@ -119,7 +214,7 @@ struct ShapeEntry
 	int			log_r;
 	int			log_nt;
 	size_t		smem_bytes;		/* a whole group in shared memory */
-	PassLauncher launch;
+	PassLauncher launch[PROGRAM_COUNT];	/* [PROGRAM_INTERPRETED] always */
 };
 
 static bool
@@ -136,13 +231,13 @@ pass_uses_smem(const Pass &pass)
 	return false;
 }
 
-template <class M, int LOG_R, int LOG_NT, int MIN_BLOCKS>
+template <class M, int LOG_R, int LOG_NT, int MIN_BLOCKS, int PROGRAM>
 static gpu_status
 launch_pass(Job &job, void *data, uint64_t mem_length, const Pass &pass, uint64_t groups)
 {
 	const size_t group_bytes = sizeof(M) << (LOG_R + LOG_NT);
 	static bool configured = false;
-	auto		kernel = network_pass_kernel<M, LOG_R, LOG_NT, MIN_BLOCKS>;
+	auto		kernel = network_pass_kernel<M, LOG_R, LOG_NT, MIN_BLOCKS, PROGRAM>;
 
 	if (!configured)
 	{
@@ -156,47 +251,121 @@ launch_pass(Job &job, void *data, uint64_t mem_length, const Pass &pass, uint64_
 		set_message("network pass: %llu blocks is too many", (unsigned long long) groups);
 		return GPU_INVALID;
 	}
-	kernel<<<(unsigned) groups, 1 << LOG_NT, pass_uses_smem(pass) ? group_bytes : 0,
-		job.stream()>>>(static_cast<M *>(data), mem_length, pass);
+	/*
+	 * On Hopper and later, each pass may launch while the previous one
+	 * drains (its blocks wait at the kernel's start until the previous
+	 * pass is complete): the launch latency and the last wave's idle SMs
+	 * between 20-odd dependent passes cost ~2%.
+	 */
+	cudaLaunchConfig_t config = {};
+	cudaLaunchAttribute early_launch;
+
+	config.gridDim = dim3((unsigned) groups);
+	config.blockDim = dim3(1u << LOG_NT);
+	config.dynamicSmemBytes = pass_uses_smem(pass) ? group_bytes : 0;
+	config.stream = job.stream();
+	early_launch.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	early_launch.val.programmaticStreamSerializationAllowed = 1;
+	if (device_properties().major >= 9)
+	{
+		config.attrs = &early_launch;
+		config.numAttrs = 1;
+	}
+	GS_TRY(job.check(cudaLaunchKernelEx(&config, kernel, static_cast<M *>(data), mem_length, pass),
+					 "cudaLaunchKernelEx(network pass)"));
 	return job.launched("network pass");
 }
 
-#define SHAPE(M, R, NT, B) { R, NT, sizeof(M) << (R + NT), launch_pass<M, R, NT, B> }
+/*
+ * Which programs a shape has compiled: the tails' and the wide passes' for
+ * the default tail/wide shapes, the first pass's for the default first
+ * shapes. Each is a kernel of its own, so the other shapes (there for the
+ * benchmark's sweep) interpret everything.
+ */
+enum
+{
+	COMPILE_NONE = 0,
+	COMPILE_FIRST = 1,			/* PROGRAM_FIRST_* */
+	COMPILE_LATER = 2			/* PROGRAM_TAIL_* and PROGRAM_WIDE + k */
+};
 
-/* (LOG_R, LOG_NT, blocks per SM the registers must allow) */
+static constexpr bool
+compiled_program(int program, int set)
+{
+	if (program == PROGRAM_INTERPRETED)
+		return true;
+	if (program == gs_net::PROGRAM_FIRST_BITONIC || program == gs_net::PROGRAM_FIRST_BUTTERFLY)
+		return (set & COMPILE_FIRST) != 0;
+	return (set & COMPILE_LATER) != 0;
+}
+
+template <class M, int R, int NT, int B, int SET, int PROGRAM>
+static constexpr PassLauncher
+launcher()
+{
+	if constexpr (compiled_program(PROGRAM, SET))
+		return launch_pass<M, R, NT, B, PROGRAM>;
+	else
+		return nullptr;
+}
+
+template <class M, int R, int NT, int B, int SET, int... PROGRAM>
+static constexpr ShapeEntry
+shape_entry(std::integer_sequence<int, PROGRAM...>)
+{
+	return ShapeEntry{R, NT, sizeof(M) << (R + NT), {launcher<M, R, NT, B, SET, PROGRAM>()...}};
+}
+
+#define SHAPE(M, R, NT, B, SET) \
+	shape_entry<M, R, NT, B, SET>(std::make_integer_sequence<int, PROGRAM_COUNT>())
+
+/* (LOG_R, LOG_NT, blocks per SM the registers must allow, compiled programs) */
 static const ShapeEntry u32_shapes[] = {
-	SHAPE(uint32_t, 5, 8, 4),	/* 2^13, 32 KiB */
-	SHAPE(uint32_t, 5, 9, 2),	/* 2^14, 64 KiB */
-	SHAPE(uint32_t, 5, 10, 1),	/* 2^15, 128 KiB */
+	SHAPE(uint32_t, 5, 8, 4, COMPILE_NONE),		/* 2^13, 32 KiB */
+	SHAPE(uint32_t, 5, 9, 2, COMPILE_LATER),	/* 2^14, 64 KiB */
+	SHAPE(uint32_t, 5, 10, 1, COMPILE_NONE),	/* 2^15, 128 KiB */
 };
 static const ShapeEntry u64_shapes[] = {
-	SHAPE(uint64_t, 4, 9, 2),	/* 2^13, 64 KiB */
-	SHAPE(uint64_t, 5, 8, 2),	/* 2^13, 64 KiB */
-	SHAPE(uint64_t, 5, 9, 1),	/* 2^14, 128 KiB */
-	SHAPE(uint64_t, 4, 10, 1),	/* 2^14, 128 KiB */
+	SHAPE(uint64_t, 4, 9, 2, COMPILE_NONE),		/* 2^13, 64 KiB */
+	SHAPE(uint64_t, 5, 8, 2, COMPILE_LATER),	/* 2^13, 64 KiB */
+	SHAPE(uint64_t, 5, 9, 1, COMPILE_FIRST),	/* 2^14, 128 KiB */
+	SHAPE(uint64_t, 4, 10, 1, COMPILE_NONE),	/* 2^14, 128 KiB */
 };
 static const ShapeEntry packed62_shapes[] = {
-	SHAPE(Packed62, 4, 9, 2),	/* 2^13, 64 KiB */
-	SHAPE(Packed62, 5, 8, 2),	/* 2^13, 64 KiB */
-	SHAPE(Packed62, 5, 9, 1),	/* 2^14, 128 KiB */
-	SHAPE(Packed62, 4, 10, 1),	/* 2^14, 128 KiB */
+	SHAPE(Packed62, 4, 9, 2, COMPILE_NONE),		/* 2^13, 64 KiB */
+	SHAPE(Packed62, 5, 8, 2, COMPILE_LATER),	/* 2^13, 64 KiB */
+	SHAPE(Packed62, 5, 9, 1, COMPILE_FIRST),	/* 2^14, 128 KiB */
+	SHAPE(Packed62, 4, 10, 1, COMPILE_NONE),	/* 2^14, 128 KiB */
 };
 static const ShapeEntry pair_shapes[] = {
-	SHAPE(Pair16, 4, 8, 2),		/* 2^12, 64 KiB */
-	SHAPE(Pair16, 4, 9, 1),		/* 2^13, 128 KiB */
-	SHAPE(Pair16, 5, 8, 1),		/* 2^13, 128 KiB */
+	SHAPE(Pair16, 4, 8, 2, COMPILE_LATER),		/* 2^12, 64 KiB */
+	SHAPE(Pair16, 4, 9, 1, COMPILE_NONE),		/* 2^13, 128 KiB */
+	SHAPE(Pair16, 5, 8, 1, COMPILE_NONE),		/* 2^13, 128 KiB */
 };
 
 #undef SHAPE
+
+/* The launcher for a pass: a compiled program's when the pass runs one. */
+static PassLauncher
+launcher_for(const ShapeEntry &shape, const Pass &pass, int element_bytes)
+{
+	int			program = gs_net::program_for(pass, gs_net::Shape{shape.log_r, shape.log_nt},
+											  element_bytes);
+
+	return shape.launch[program] ? shape.launch[program] : shape.launch[PROGRAM_INTERPRETED];
+}
 
 /*
  * Default (tile, wide) shapes per element kind, the fastest at n = 2^24 in
  * the benchmark's sweep on the H100 (bench/README.md): groups of 2^13
  * (u64, pair) or 2^14 (u32) elements, small enough for two blocks per SM,
- * so that one block computes while the other moves data.
+ * so that one block computes while the other moves data. The first pass,
+ * compute bound, sorts 8-byte elements in tiles of 2^14 (one block an
+ * SM): one stage more in it saves a wide and a tail pass.
  */
 static const int default_tile_shape[4] = {1, 1, 1, 0};
 static const int default_wide_shape[4] = {1, 1, 1, 0};
+static const int default_first_shape[4] = {1, 2, 2, 0};
 
 static const ShapeEntry *
 shapes_of(ElementKind kind, int *count)
@@ -290,50 +459,66 @@ ceil_log2(size_t n)
  * 99 KiB, the A100 163 KiB, Hopper 227 KiB).
  */
 static gpu_status
-choose_shapes(ElementKind kind, const NetworkTuning *tuning, int *tile, int *wide)
+choose_shapes(ElementKind kind, const NetworkTuning *tuning, int *first, int *tile, int *wide)
 {
 	int			count;
 	const ShapeEntry *shapes = shapes_of(kind, &count);
 	size_t		smem_limit = device_properties().sharedMemPerBlockOptin;
 
+	*first = tuning && tuning->first_shape >= 0 ? tuning->first_shape : default_first_shape[kind];
 	*tile = tuning && tuning->tile_shape >= 0 ? tuning->tile_shape : default_tile_shape[kind];
 	*wide = tuning && tuning->wide_shape >= 0 ? tuning->wide_shape : default_wide_shape[kind];
-	if (*tile >= count || *wide >= count)
+	if (*first >= count || *tile >= count || *wide >= count)
 	{
-		set_message("network tuning: no shape %d", *tile >= count ? *tile : *wide);
+		set_message("network tuning: no shape %d",
+					*first >= count ? *first : *tile >= count ? *tile : *wide);
 		return GPU_INVALID;
 	}
+	while (shapes[*first].smem_bytes > smem_limit && *first > 0)
+		(*first)--;
 	while (shapes[*tile].smem_bytes > smem_limit && *tile > 0)
 		(*tile)--;
 	while (shapes[*wide].smem_bytes > smem_limit && *wide > 0)
 		(*wide)--;
-	if (shapes[*tile].smem_bytes > smem_limit || shapes[*wide].smem_bytes > smem_limit)
+	if (shapes[*first].smem_bytes > smem_limit || shapes[*tile].smem_bytes > smem_limit ||
+		shapes[*wide].smem_bytes > smem_limit)
 	{
 		set_message("the GPU has too little shared memory per block (%zu bytes)", smem_limit);
 		return GPU_UNAVAILABLE;
 	}
+	/* the first pass's tiles hold the tail passes' */
+	if (shapes[*first].log_r + shapes[*first].log_nt < shapes[*tile].log_r + shapes[*tile].log_nt)
+		*first = *tile;
 	return GPU_OK;
 }
 
 static gpu_status
 make_plan(gpu_algorithm algorithm, ElementKind kind, size_t n, const NetworkTuning *tuning,
-		  gs_net::PlanParams *params, std::vector<Pass> *passes, int *tile, int *wide)
+		  gs_net::PlanParams *params, std::vector<Pass> *passes, int shape_of[4])
 {
 	int			count;
 	const ShapeEntry *shapes = shapes_of(kind, &count);
+	int			first,
+				tile,
+				wide;
 
-	GS_TRY(choose_shapes(kind, tuning, tile, wide));
+	GS_TRY(choose_shapes(kind, tuning, &first, &tile, &wide));
+	shape_of[gs_net::SHAPE_FIRST] = first;
+	shape_of[gs_net::SHAPE_TILE] = tile;
+	shape_of[gs_net::SHAPE_WIDE] = wide;
+	shape_of[gs_net::SHAPE_WIDE_LARGE] = first;
 	params->bitonic = algorithm == GPU_ALGO_BITONIC;
 	params->log_length = ceil_log2(n);
 	params->element_bytes = (int) element_bytes(kind);
-	params->tile = gs_net::Shape{shapes[*tile].log_r, shapes[*tile].log_nt};
-	params->wide = gs_net::Shape{shapes[*wide].log_r, shapes[*wide].log_nt};
+	params->first = gs_net::Shape{shapes[first].log_r, shapes[first].log_nt};
+	params->tile = gs_net::Shape{shapes[tile].log_r, shapes[tile].log_nt};
+	params->wide = gs_net::Shape{shapes[wide].log_r, shapes[wide].log_nt};
 	params->min_run_bits = tuning && tuning->min_run_bits >= 0 ? tuning->min_run_bits :
 		ceil_log2(128 / element_bytes(kind));
 	if (!gs_net::plan_network(*params, *passes))
 	{
-		set_message("network tuning: tile shape %d and wide shape %d do not work together",
-					*tile, *wide);
+		set_message("network tuning: shapes %d (first), %d (tile) and %d (wide) do not work together",
+					first, tile, wide);
 		return GPU_INVALID;
 	}
 	return GPU_OK;
@@ -345,10 +530,9 @@ network_pass_count(gpu_algorithm algorithm, ElementKind kind, size_t n,
 {
 	gs_net::PlanParams params;
 	std::vector<Pass> passes;
-	int			tile,
-				wide;
+	int			shape_of[4];
 
-	if (make_plan(algorithm, kind, n, tuning, &params, &passes, &tile, &wide) != GPU_OK)
+	if (make_plan(algorithm, kind, n, tuning, &params, &passes, shape_of) != GPU_OK)
 		return -1;
 	return (int) passes.size();
 }
@@ -520,8 +704,7 @@ network_sort_device(Job &job, gpu_algorithm algorithm, ElementKind kind, void *e
 	gs_net::PlanParams params;
 	std::vector<Pass> passes;
 	int			count,
-				tile,
-				wide;
+				shape_of[4];
 	const ShapeEntry *shapes = shapes_of(kind, &count);
 	size_t		mem_length = network_buffer_length(algorithm, n);
 
@@ -532,7 +715,7 @@ network_sort_device(Job &job, gpu_algorithm algorithm, ElementKind kind, void *e
 	}
 	if (n < 2)
 		return GPU_OK;
-	GS_TRY(make_plan(algorithm, kind, n, tuning, &params, &passes, &tile, &wide));
+	GS_TRY(make_plan(algorithm, kind, n, tuning, &params, &passes, shape_of));
 
 	/* the bitonic network's padding: sentinels above every real element */
 	if (mem_length > n)
@@ -548,9 +731,10 @@ network_sort_device(Job &job, gpu_algorithm algorithm, ElementKind kind, void *e
 	}
 	for (const Pass &pass : passes)
 	{
-		const ShapeEntry &shape = shapes[pass.shape == gs_net::SHAPE_TILE ? tile : wide];
+		const ShapeEntry &shape = shapes[shape_of[pass.shape]];
+		PassLauncher launch = launcher_for(shape, pass, params.element_bytes);
 
-		GS_TRY(shape.launch(job, elements, mem_length, pass, gs_net::pass_groups(params, pass)));
+		GS_TRY(launch(job, elements, mem_length, pass, gs_net::pass_groups(params, pass)));
 		GS_TRY(job.progress(mem_length));
 	}
 	return GPU_OK;

@@ -58,7 +58,7 @@ template <class M, int LOG_R, int LOG_NT>
 static void
 analyse_pass(const Pass &pass, uint64_t mem, AccessStats &stats)
 {
-	typedef PassThread<M, LOG_R, LOG_NT> T;
+	typedef PassThread<M, LOG_R, LOG_NT, true> T;
 	const int	ideal_wavefronts = (int) sizeof(M) / 4 > 1 ? (int) sizeof(M) / 4 : 1;
 	std::vector<T> th(T::NT);
 	int			q = 0,
@@ -145,12 +145,14 @@ analyse_pass(const Pass &pass, uint64_t mem, AccessStats &stats)
 	}
 }
 
-/* Runs one pass on all groups, barrier by barrier. */
-template <class M, int LOG_R, int LOG_NT>
+/* Runs one pass on all groups, barrier by barrier; COMPILED: as a
+ * compiled program's threads (the same ops, some layouts computed another
+ * way). */
+template <class M, int LOG_R, int LOG_NT, bool COMPILED>
 static void
 emulate_pass(M *data, uint64_t mem, const Pass &pass, uint64_t groups)
 {
-	typedef PassThread<M, LOG_R, LOG_NT> T;
+	typedef PassThread<M, LOG_R, LOG_NT, COMPILED> T;
 	std::vector<M> smem((size_t) 1 << T::G);
 	std::vector<T> th(T::NT);
 
@@ -197,7 +199,7 @@ emulate_pass(M *data, uint64_t mem, const Pass &pass, uint64_t groups)
 					break;
 				case OP_STEP:
 					for (auto &x : th)
-						x.step(op.a, op.b, op.c);
+						x.step(op.a, op.b, step_bit(op, pass.global_direction_bit));
 					break;
 				case OP_FLIP:
 					for (auto &x : th)
@@ -289,7 +291,7 @@ random_key(std::mt19937_64 &rng, int dist, int key_bits)
 	}
 }
 
-template <class M, int TR, int TNT, int WR, int WNT>
+template <class M, int TR, int TNT, int WR, int WNT, int FR, int FNT>
 static void
 run_case(bool bitonic, size_t n, int dist, int min_run_bits, std::mt19937_64 &rng,
 		 AccessStats *stats)
@@ -303,6 +305,7 @@ run_case(bool bitonic, size_t n, int dist, int min_run_bits, std::mt19937_64 &rn
 	p.bitonic = bitonic;
 	p.log_length = log_length;
 	p.element_bytes = (int) sizeof(M);
+	p.first = Shape{FR, FNT};
 	p.tile = Shape{TR, TNT};
 	p.wide = Shape{WR, WNT};
 	p.min_run_bits = min_run_bits;
@@ -335,15 +338,33 @@ run_case(bool bitonic, size_t n, int dist, int min_run_bits, std::mt19937_64 &rn
 	{
 		uint64_t	groups = pass_groups(p, pass);
 
-		if (pass.shape == SHAPE_TILE)
+		/* half the cases as the interpreting kernel's threads */
+		const bool	compiled = dist & 1;
+
+		if (pass.shape == SHAPE_FIRST || pass.shape == SHAPE_WIDE_LARGE)
 		{
-			emulate_pass<M, TR, TNT>(data.data(), length, pass, groups);
+			if (compiled)
+				emulate_pass<M, FR, FNT, true>(data.data(), length, pass, groups);
+			else
+				emulate_pass<M, FR, FNT, false>(data.data(), length, pass, groups);
+			if (stats)
+				analyse_pass<M, FR, FNT>(pass, length, *stats);
+		}
+		else if (pass.shape == SHAPE_TILE)
+		{
+			if (compiled)
+				emulate_pass<M, TR, TNT, true>(data.data(), length, pass, groups);
+			else
+				emulate_pass<M, TR, TNT, false>(data.data(), length, pass, groups);
 			if (stats)
 				analyse_pass<M, TR, TNT>(pass, length, *stats);
 		}
 		else
 		{
-			emulate_pass<M, WR, WNT>(data.data(), length, pass, groups);
+			if (compiled)
+				emulate_pass<M, WR, WNT, true>(data.data(), length, pass, groups);
+			else
+				emulate_pass<M, WR, WNT, false>(data.data(), length, pass, groups);
 			if (stats)
 				analyse_pass<M, WR, WNT>(pass, length, *stats);
 		}
@@ -363,11 +384,12 @@ run_case(bool bitonic, size_t n, int dist, int min_run_bits, std::mt19937_64 &rn
 	}
 }
 
-template <class M, int TR, int TNT, int WR, int WNT>
+/* FR, FNT: the first pass's shape (by default the tiles') */
+template <class M, int TR, int TNT, int WR, int WNT, int FR = TR, int FNT = TNT>
 static void
 run_shape(const char *name, int min_run_bits, size_t max_n, bool quick)
 {
-	std::mt19937_64 rng(12345 + TR * 7 + TNT * 131 + WR * 17 + WNT);
+	std::mt19937_64 rng(12345 + TR * 7 + TNT * 131 + WR * 17 + WNT + FR * 3 + FNT * 5);
 	std::vector<size_t> sizes = {0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 32, 33, 100, 127, 128, 129,
 	1000, 1023, 1024, 1025, 4095, 4096, 4097, 10007};
 	AccessStats stats;
@@ -383,11 +405,49 @@ run_shape(const char *name, int min_run_bits, size_t max_n, bool quick)
 			continue;
 		for (int bitonic = 0; bitonic < 2; bitonic++)
 			for (int dist = 0; dist < (quick ? 2 : 4); dist++)
-				run_case<M, TR, TNT, WR, WNT>(bitonic, n, dist, min_run_bits, rng,
+				run_case<M, TR, TNT, WR, WNT, FR, FNT>(bitonic, n, dist, min_run_bits, rng,
 											   dist == 0 ? &stats : nullptr);
 	}
 	printf("%-34s smem wavefronts <= %.2fx ideal (mirror views %.2fx), global sectors <= %.2fx ideal\n",
 		   name, stats.worst_smem, stats.worst_smem_view, stats.worst_sectors);
+}
+
+/*
+ * Every pass of a long network with the default shapes (gpu_networks.cu)
+ * must run one of the fixed programs, which the kernels run compiled.
+ */
+static void
+check_fixed_programs(const char *name, int element_bytes, Shape first, Shape shape,
+					 int min_run_bits)
+{
+	for (int log_length = first.group_bits(); log_length <= 30; log_length++)
+		for (int bitonic = 0; bitonic < 2; bitonic++)
+		{
+			PlanParams	p = {bitonic != 0, log_length, element_bytes, first, shape, shape,
+							 min_run_bits};
+			std::vector<Pass> passes;
+			int			interpreted = 0;
+
+			checks++;
+			if (!plan_network(p, passes))
+			{
+				printf("FAIL plan: %s log_length=%d\n", name, log_length);
+				failures++;
+				continue;
+			}
+			for (const Pass &pass : passes)
+				if (pass.shape != SHAPE_WIDE_LARGE &&	/* interpreted, by design */
+					program_for(pass, pass.shape == SHAPE_FIRST ? first : shape, element_bytes) ==
+					PROGRAM_INTERPRETED)
+					interpreted++;
+			if (interpreted)
+			{
+				printf("FAIL %s %s log_length=%d: %d of %zu passes have no fixed program\n",
+					   name, bitonic ? "bitonic" : "butterfly", log_length, interpreted,
+					   passes.size());
+				failures++;
+			}
+		}
 }
 
 int
@@ -409,8 +469,17 @@ main(int argc, char **argv)
 	run_shape<uint64_t, 4, 9, 5, 8>("u64 tile(4,9) wide(5,8)", 4, quick ? 1 << 16 : 1 << 17, quick);
 	run_shape<uint64_t, 5, 9, 5, 9>("u64 tile(5,9) wide(5,9) run>=5", 5, quick ? 1 << 16 : 1 << 17, quick);
 	run_shape<Packed62, 5, 8, 5, 8>("packed62 tile(5,8) wide(5,8)", 4, quick ? 1 << 16 : 1 << 17, quick);
+	/* a first pass on larger tiles than the tails' */
+	run_shape<uint64_t, 3, 5, 3, 5, 3, 6>("u64 first(3,6) tile(3,5) wide(3,5)", 4, 1 << 13, quick);
+	run_shape<Packed62, 5, 8, 5, 8, 5, 9>("packed62 first(5,9) tile(5,8) wide(5,8)", 4,
+										  quick ? 1 << 16 : 1 << 17, quick);
 	run_shape<Pair16, 4, 9, 4, 8>("pair16 tile(4,9) wide(4,8)", 3, quick ? 1 << 15 : 1 << 17, quick);
 	run_shape<Pair16, 5, 8, 4, 9>("pair16 tile(5,8) wide(4,9)", 3, quick ? 1 << 15 : 1 << 16, quick);
+
+	check_fixed_programs("u32 (5,9)", 4, Shape{5, 9}, Shape{5, 9}, 5);
+	check_fixed_programs("u64 (5,9) (5,8)", 8, Shape{5, 9}, Shape{5, 8}, 4);
+	check_fixed_programs("packed62 (5,9) (5,8)", 8, Shape{5, 9}, Shape{5, 8}, 4);
+	check_fixed_programs("pair16 (4,8)", 16, Shape{4, 8}, Shape{4, 8}, 3);
 
 	printf("%d passed, %d failed\n", checks - failures, failures);
 	return failures ? 1 : 0;
