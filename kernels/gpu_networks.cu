@@ -23,7 +23,7 @@
  * and shared memory: compute bound, 0.74 ms under Nsight Compute), then
  * each of the 10 further stages takes one or two "wide" passes over its
  * strides >= 2^13 (88 us, 82% of DRAM bandwidth) and one "tail" pass over
- * its strides below 2^13 (96 us, 75%): 23 passes, 2.83 ms, against 300
+ * its strides below 2^13 (96 us, 75%): 22 passes, 2.75 ms, against 300
  * passes for one kernel per step. The compare-exchanges keep the integer
  * pipe busy, which is why pairs are compared as doubles (Packed62, in
  * gpu_network_core.cuh), and why the passes' programs run compiled rather
