@@ -65,7 +65,6 @@
 #define GPUSORT_GPU_NETWORK_CORE_CUH
 
 #include <stdint.h>
-#include <string.h>
 
 #if defined(__CUDACC__)
 #define NET_HD __host__ __device__ __forceinline__

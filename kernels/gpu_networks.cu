@@ -40,7 +40,6 @@ namespace gs_gpu {
 using gs_net::Packed62;
 using gs_net::PROGRAM_COUNT;
 using gs_net::PROGRAM_INTERPRETED;
-using gs_net::PROGRAM_TAIL_BITONIC;
 using gs_net::fixed_program;
 using gs_net::Pair16;
 using gs_net::Pass;

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <set>
 #include <vector>
@@ -225,6 +226,21 @@ emulate_pass(M *data, uint64_t mem, const Pass &pass, uint64_t groups)
 	}
 }
 
+/* One pass with a kernel shape's threads (compiled or interpreting), and
+ * its access patterns measured when stats are wanted. */
+template <class M, int LOG_R, int LOG_NT>
+static void
+run_pass(bool compiled, M *data, uint64_t mem, const Pass &pass, uint64_t groups,
+		 AccessStats *stats)
+{
+	if (compiled)
+		emulate_pass<M, LOG_R, LOG_NT, true>(data, mem, pass, groups);
+	else
+		emulate_pass<M, LOG_R, LOG_NT, false>(data, mem, pass, groups);
+	if (stats)
+		analyse_pass<M, LOG_R, LOG_NT>(pass, mem, *stats);
+}
+
 /* ---- element generation and comparison ---- */
 
 template <class M> struct Gen;
@@ -342,32 +358,11 @@ run_case(bool bitonic, size_t n, int dist, int min_run_bits, std::mt19937_64 &rn
 		const bool	compiled = dist & 1;
 
 		if (pass.shape == SHAPE_FIRST || pass.shape == SHAPE_WIDE_LARGE)
-		{
-			if (compiled)
-				emulate_pass<M, FR, FNT, true>(data.data(), length, pass, groups);
-			else
-				emulate_pass<M, FR, FNT, false>(data.data(), length, pass, groups);
-			if (stats)
-				analyse_pass<M, FR, FNT>(pass, length, *stats);
-		}
+			run_pass<M, FR, FNT>(compiled, data.data(), length, pass, groups, stats);
 		else if (pass.shape == SHAPE_TILE)
-		{
-			if (compiled)
-				emulate_pass<M, TR, TNT, true>(data.data(), length, pass, groups);
-			else
-				emulate_pass<M, TR, TNT, false>(data.data(), length, pass, groups);
-			if (stats)
-				analyse_pass<M, TR, TNT>(pass, length, *stats);
-		}
+			run_pass<M, TR, TNT>(compiled, data.data(), length, pass, groups, stats);
 		else
-		{
-			if (compiled)
-				emulate_pass<M, WR, WNT, true>(data.data(), length, pass, groups);
-			else
-				emulate_pass<M, WR, WNT, false>(data.data(), length, pass, groups);
-			if (stats)
-				analyse_pass<M, WR, WNT>(pass, length, *stats);
-		}
+			run_pass<M, WR, WNT>(compiled, data.data(), length, pass, groups, stats);
 	}
 	for (size_t i = 0; i < n; i++)
 	{
