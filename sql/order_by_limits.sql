@@ -122,7 +122,7 @@ ANALYZE rough;
 SET gpusort.approximate_intervals = 3;
 PREPARE top8 AS SELECT k FROM rough ORDER BY k LIMIT 8;
 EXPLAIN (COSTS OFF) EXECUTE top8;
-CREATE TEMP TABLE approx_top8 AS EXECUTE top8;
+CREATE TABLE approx_top8 AS EXECUTE top8;
 -- roughly: eight values from the first of three intervals
 SELECT count(*) AS rows, bool_and(k < 10007 / 3 + 1) AS first_interval FROM approx_top8;
 RESET gpusort.approximate_intervals;
