@@ -162,6 +162,16 @@ SELECT both_ways('SELECT k, id FROM rough WHERE id % 3 = 0 ORDER BY k DESC, id')
 SET gpusort.approximate_intervals = 1000;
 EXPLAIN (COSTS OFF) SELECT k FROM rough ORDER BY k LIMIT 10;
 RESET gpusort.approximate_intervals;
+-- a presorted input path that the ordered rel rejected is freed by
+-- PostgreSQL, though the input rel still points at it: GpuSort must read
+-- another (this planned into freed memory and crashed the backend)
+CREATE TABLE few AS SELECT i AS id, (i * 7) % 13 AS v FROM generate_series(1, 15) i;
+ANALYZE few;
+SET enable_hashjoin = off;
+SELECT both_ways('SELECT f.v, r.id FROM few f JOIN rough r ON r.id = f.id ORDER BY f.v, r.id')
+  AS presorted_input_freed;
+SELECT count(*) FROM (SELECT f.v, r.k FROM few f JOIN rough r ON r.id = f.id ORDER BY f.v) s;
+RESET enable_hashjoin;
 SET gpusort.min_rows = 1000000000;
 -- with the cost model deciding, whatever it picks is right
 SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT 10') IN

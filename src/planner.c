@@ -315,10 +315,53 @@ limit_expressions(PlannerInfo *root)
 	return list_make2(copyObject(count), copyObject(parse->limitOffset));
 }
 
+/*
+ * The path GpuSort reads. Not input_rel->cheapest_total_path: PostgreSQL's
+ * create_ordered_paths() has already run, it hands the input rel's
+ * presorted paths to the ordered rel as they are, and add_path() frees a
+ * path it rejects or later drops, so such a path (the cheapest one among
+ * them) may be gone while the input rel still points at it. Only paths
+ * reached from the ordered rel's live paths are safe: the input of each
+ * Sort or Incremental Sort there (PostgreSQL sorts the cheapest input path
+ * whenever that one is not presorted), and partial paths, which never go
+ * to the ordered rel as they are; a Gather over the cheapest of those is
+ * the input when no full sort is left (Gather Merge beat it).
+ */
+static Path *
+input_to_sort(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
+{
+	Path	   *best = NULL;
+	ListCell   *lc;
+
+	foreach(lc, ordered_rel->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+		Path	   *candidate = NULL;
+
+		if (IsA(path, ProjectionPath))
+			path = ((ProjectionPath *) path)->subpath;
+		if (IsA(path, SortPath))
+			candidate = ((SortPath *) path)->subpath;
+		else if (IsA(path, IncrementalSortPath))
+			candidate = ((IncrementalSortPath *) path)->spath.subpath;
+		if (candidate != NULL && candidate->parent == input_rel &&
+			(best == NULL || candidate->total_cost < best->total_cost))
+			best = candidate;
+	}
+	if (best == NULL && input_rel->partial_pathlist != NIL)
+	{
+		Path	   *partial = (Path *) linitial(input_rel->partial_pathlist);
+
+		best = (Path *) create_gather_path(root, input_rel, partial, partial->pathtarget,
+										   NULL, NULL);
+	}
+	return best;
+}
+
 static void
 add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
 {
-	Path	   *input = input_rel->cheapest_total_path;
+	Path	   *input = input_to_sort(root, input_rel, output_rel);
 	GpuSortPlanInfo info;
 	List	   *key_exprs;
 	List	   *limit_exprs;
