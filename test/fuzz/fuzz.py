@@ -636,6 +636,7 @@ class Fuzzer:
         self.eligible = self.eligible_used = 0
         self.errors_both = 0
         self.inconsistent = 0
+        self.unused = collections.Counter()
         self.failed_kinds = collections.Counter()
 
     # -- connection
@@ -797,6 +798,8 @@ class Fuzzer:
         if q.eligible and "SET gpusort.min_rows = 0" in gset:
             self.eligible += 1
             self.eligible_used += used
+            if not used:
+                self.unused[(par, "limit" if q.last_partial or q.first_partial else "no limit")] += 1
         if problem:
             self.failed += 1
             self.failed_kinds[q.kind.split(":")[0]] += 1
@@ -1143,6 +1146,9 @@ def main():
           "in %d of %d eligible with min_rows = 0; %d errored on both sides; %d cursors skipped, PostgreSQL's plan read rows inconsistently)" % (
               args.seed, total, el, total * 60.0 / max(el, 1e-9), f.failed, f.used,
               f.eligible_used, f.eligible, f.errors_both, f.inconsistent))
+    if f.unused:
+        print("eligible with min_rows = 0 but GpuSort not in the plan, by parallel mode: %s" % ", ".join(
+            "%s/%s %d" % (k[0], k[1], v) for k, v in sorted(f.unused.items())))
     if f.failed_kinds:
         print("failures by shape: %s" % ", ".join("%s %d" % kv for kv in f.failed_kinds.most_common()))
     print("%d passed, %d failed" % (f.passed, f.failed))
