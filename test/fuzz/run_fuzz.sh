@@ -18,16 +18,12 @@ pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 psql=psql
 if [ -x "$pg_config" ]; then psql="$($pg_config --bindir)/psql"; fi
 
-# a python3 that has psycopg2 (Debian: python3-psycopg2)
-py=""
+# a python3 with psycopg2 (Debian: python3-psycopg2) if there is one; any
+# python3 otherwise (fuzz.py then speaks the protocol itself, pgwire.py)
+py=python3
 for p in /usr/bin/python3 python3; do
   if "$p" -c "import psycopg2" >/dev/null 2>&1; then py=$p; break; fi
 done
-if [ -z "$py" ]; then
-  echo "run_fuzz.sh: no python3 with psycopg2 (apt-get install python3-psycopg2)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
 
 "$psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null || {
   echo "run_fuzz.sh: cannot create database $db"; echo "0 passed, 1 failed"; exit 1; }
