@@ -1,0 +1,1164 @@
+#!/usr/bin/python3
+"""Differential fuzzer for gpusort's ORDER BY (issue #14).
+
+Builds random tables (every key type, NULLs, duplicates, extremes) in its own
+schema, generates random ORDER BY queries (1-8 keys, ASC/DESC, NULLS
+FIRST/LAST, expressions, LIMIT/OFFSET/WITH TIES, subqueries, CTEs, joins,
+UNION ALL, window functions, GROUP BY, DISTINCT, SRFs, LATERAL, IN/EXISTS,
+scroll cursors, prepared statements with generic plans) under random
+settings (work_mem 64kB..1GB, parallel query off/on/forced) and runs each
+with gpusort.enabled = on and off. The results must agree: the sequence of
+the ORDER BY keys position by position, and the rows as multisets within
+each run of equal keys (PostgreSQL's sort is not stable, GpuSort is; rows
+in the tie groups cut by a LIMIT/OFFSET boundary are compared by keys only).
+
+  test/fuzz/fuzz.py --dsn 'host=/tmp port=5432 user=postgres dbname=x' \
+      [--seed N] [--seconds S] [--queries N] [--device auto|gpu|cpu]
+      [--only I] [--keep] [--verbose]
+
+Every failure prints a self-contained reproduction (setup SQL, settings,
+query). Query I of seed S alone: --seed S --only I. Uses psycopg2 (Debian:
+python3-psycopg2) when installed, else pgwire.py beside it (plain Python).
+The last line is "N passed, M failed" (queries).
+"""
+import argparse
+import collections
+import random
+import re
+import sys
+import time
+
+import os
+
+try:
+    if os.environ.get("GPUSORT_FUZZ_PGWIRE"):
+        raise ImportError("pgwire.py asked for")
+    import psycopg2
+    import psycopg2.extensions
+except ImportError:
+    # no psycopg2 (the GPU machine): the same calls over the wire protocol
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pgwire as psycopg2
+
+# ---------------------------------------------------------------- data
+
+KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
+            ("dt", "date"), ("ts", "timestamp"), ("tz", "timestamptz"),
+            ("f4", "real"), ("f8", "double precision")]
+GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
+             "timestamptz", "real", "double precision"}
+
+EXTREMES = {
+    "smallint": "'{-32768,32767,0,-1,1}'::int2[]",
+    "integer": "'{-2147483648,2147483647,0,-1,1}'::int4[]",
+    "bigint": "'{-9223372036854775808,9223372036854775807,0,-1,1}'::int8[]",
+    "date": "'{infinity,-infinity,\"4713-11-24 BC\",5874897-12-31,2000-01-01}'::date[]",
+    "timestamp": "'{infinity,-infinity,\"4713-11-24 00:00:00 BC\",\"294276-12-31 23:59:59.999999\",\"2000-01-01 00:00:00\"}'::timestamp[]",
+    "timestamptz": "'{infinity,-infinity,\"4713-11-25 00:00:00+00 BC\",\"294276-12-30 23:59:59.999999+00\",\"2000-01-01 00:00:00+00\"}'::timestamptz[]",
+    "real": "'{NaN,Infinity,-Infinity,-0,0,1.4e-45,3.4e38,-3.4e38,1}'::real[]",
+    "double precision": "'{NaN,Infinity,-Infinity,-0,0,5e-324,1.7976931348623157e308,-1.7976931348623157e308,1}'::float8[]",
+}
+NEXTREMES = {"smallint": 5, "integer": 5, "bigint": 5, "date": 5, "timestamp": 5,
+             "timestamptz": 5, "real": 9, "double precision": 9}
+
+
+class Hash:
+    """hashint8extended(i, salt): a deterministic pseudo-random int8 per row."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def h(self):
+        return "hashint8extended(i::int8, %d)" % self.rng.randrange(1, 1 << 40)
+
+    def u(self):  # non-negative
+        return "(%s & 9223372036854775807)" % self.h()
+
+
+def column_expr(rng, typ):
+    """SQL for one column of generated data (row number i)."""
+    H = Hash(rng)
+    dist = rng.choice(["full", "full", "few", "few", "mid", "extreme", "extreme"])
+    n = rng.choice([1, 2, 3, 5, 10, 20])
+    if typ == "smallint":
+        full = "((%s & 65535) - 32768)" % H.h()
+        few = "(%s %% %d - %d)" % (H.u(), n, n // 2)
+        mid = "(%s %% 1000 - 500)" % H.u()
+    elif typ == "integer":
+        full = "((%s & 4294967295) - 2147483648)" % H.h()
+        few = "(%s %% %d - %d)" % (H.u(), n, n // 2)
+        mid = "(%s %% 1000 - 500)" % H.u()
+    elif typ == "bigint":
+        full = H.h()
+        few = "(%s %% %d - %d) * 1000000000000" % (H.u(), n, n // 2)
+        mid = "(%s %% 1000 - 500)" % H.u()
+    elif typ == "date":
+        full = "(date '2000-01-01' + (%s %% 2000000 - 1000000)::int)" % H.u()
+        few = "(date '2020-01-01' + (%s %% %d)::int)" % (H.u(), n)
+        mid = "(date '2020-01-01' + (%s %% 1000)::int)" % H.u()
+    elif typ in ("timestamp", "timestamptz"):
+        base = "timestamp '2000-01-01'" if typ == "timestamp" else "timestamptz '2000-01-01 00:00:00+00'"
+        full = "(%s + (%s %% 8000000000000000 - 4000000000000000) * interval '1 microsecond')" % (base, H.u())
+        few = "(%s + (%s %% %d) * interval '1 hour')" % (base, H.u(), n)
+        mid = "(%s + (%s %% 1000) * interval '1 second')" % (base, H.u())
+    else:
+        full = "((%s::float8 / 9.3e18) * power(10::float8, %s %% %d - %d))" % (
+            H.h(), H.u(), 60 if typ == "real" else 600, 30 if typ == "real" else 300)
+        few = "(((%s %% %d) - %d) * 0.5 * CASE WHEN %s %% 2 = 0 THEN 1 ELSE -1 END)" % (
+            H.u(), n, n // 2, H.u())
+        mid = "(((%s %% 1000) - 500) * 0.25 * CASE WHEN %s %% 2 = 0 THEN 1 ELSE -1 END)" % (H.u(), H.u())
+    if dist == "extreme":
+        pct = rng.choice([5, 20, 50])
+        val = "CASE WHEN %s %% 100 < %d THEN (%s)[1 + %s %% %d] ELSE %s END" % (
+            H.u(), pct, EXTREMES[typ], H.u(), NEXTREMES[typ], rng.choice([full, few, mid]))
+    else:
+        val = {"full": full, "few": few, "mid": mid}[dist]
+    nullpct = rng.choice([0, 0, 1, 5, 20, 50])
+    if nullpct:
+        val = "CASE WHEN %s %% 100 < %d THEN NULL ELSE %s END" % (H.u(), nullpct, val)
+    return "(%s)::%s" % (val, typ)
+
+
+def table_setup(rng, name, nrows):
+    H = Hash(rng)
+    cols = ["i AS id", "(CASE WHEN %s %% 100 < 3 THEN NULL ELSE %s %% 10 END)::int AS g" % (H.u(), H.u())]
+    for c, typ in KEY_COLS:
+        cols.append("%s AS %s" % (column_expr(rng, typ), c))
+    txt = rng.choice(["md5(i::text)", "'v' || (%s %% 5)" % H.u(),
+                      "CASE WHEN %s %% 10 = 0 THEN NULL ELSE md5(i::text) END" % H.u()])
+    cols.append("%s AS txt" % txt)
+    return [
+        "CREATE TABLE %s (id int NOT NULL, g int, i2 smallint, i4 integer, i8 bigint, dt date, "
+        "ts timestamp, tz timestamptz, f4 real, f8 double precision, txt text)" % name,
+        # rows stored in hash order: physical order is not id order
+        "INSERT INTO %s SELECT %s FROM generate_series(1, %d) i ORDER BY %s, i" % (
+            name, ", ".join(cols), nrows, H.h()),
+    ]
+
+
+class Schema:
+    def __init__(self, seed, small_ci):
+        rng = random.Random("tables-%d" % seed)
+        self.name = "fuzz_%d" % seed
+        self.setup = ["CREATE SCHEMA %s" % self.name, "SET search_path = %s, public" % self.name]
+        big = rng.choice([40000, 80000, 120000, 200000]) if not small_ci else rng.choice([40000, 60000, 100000])
+        self.sizes = {"tiny": rng.choice([0, 1, 2, 7, 20]),
+                      "small": rng.randint(300, 3000),
+                      "medium": rng.randint(5000, 30000),
+                      "big": big}
+        for t, n in self.sizes.items():
+            self.setup += table_setup(rng, t, n)
+        self.setup += [
+            "CREATE TABLE dim (g int PRIMARY KEY, w int, name text)",
+            "INSERT INTO dim SELECT g, (g * 7) % 11, 'name' || g FROM generate_series(0, 15) g",
+            "CREATE TABLE pt (LIKE medium) PARTITION BY RANGE (id)",
+            "CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (MINVALUE) TO (%d)" % (self.sizes["medium"] // 3),
+            "CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (%d) TO (%d)" % (
+                self.sizes["medium"] // 3, 2 * self.sizes["medium"] // 3),
+            "CREATE TABLE pt_d PARTITION OF pt DEFAULT",
+            "INSERT INTO pt SELECT * FROM medium",
+            "CREATE INDEX ON small (i4)",
+            "CREATE INDEX ON medium (g, i8)",
+            "CREATE INDEX ON big (i4)",
+            "CREATE INDEX ON pt (i8)",
+        ]
+        self.sizes["pt"] = self.sizes["medium"]
+        for t in ["tiny", "small", "medium", "big", "dim", "pt"]:
+            if t == "small" and rng.random() < 0.3:
+                continue  # sometimes no statistics: other estimates, other plans
+            self.setup.append("ANALYZE %s" % t)
+
+
+# ---------------------------------------------------------------- queries
+
+class Key:
+    def __init__(self, expr, typ, volatile=False):
+        self.expr, self.typ, self.volatile = expr, typ, volatile
+
+
+def key_exprs(rng, c, typ, x):
+    """Expressions of column c (type typ) of alias x: (sql, type)."""
+    col = "%s.%s" % (x, c)
+    if typ == "smallint":
+        opts = [(col, typ)] * 4 + [("%s %% 7" % col, typ), ("-(%s::int4)" % col, "integer"),
+                                   ("abs(%s::int4)" % col, "integer"), ("%s / 10" % col, typ)]
+    elif typ == "integer":
+        opts = [(col, typ)] * 4 + [("%s %% 100" % col, typ), ("%s / 1000" % col, typ),
+                                   ("abs(%s::int8)" % col, "bigint"), ("-(%s::int8)" % col, "bigint"),
+                                   ("coalesce(%s, 0)" % col, typ), ("%s::int8 + 1" % col, "bigint"),
+                                   ("CASE WHEN %s.g < 5 THEN %s END" % (x, col), typ),
+                                   ("greatest(%s, 0)" % col, typ)]
+    elif typ == "bigint":
+        opts = [(col, typ)] * 4 + [("%s %% 1000" % col, typ), ("%s / 1000000" % col, typ),
+                                   ("%s >> 40" % col, typ), ("coalesce(%s, -1)" % col, typ),
+                                   ("(%s %% 10)::int2" % col, "smallint"), ("abs(%s %% 1000000)" % col, typ)]
+    elif typ == "date":
+        opts = [(col, typ)] * 4 + [("coalesce(%s, 'infinity')" % col, typ),
+                                   ("greatest(%s, date '2000-01-01')" % col, typ),
+                                   ("CASE WHEN %s.g %% 2 = 0 THEN %s END" % (x, col), typ)]
+    elif typ == "timestamp":
+        opts = [(col, typ)] * 4 + [("date_trunc('day', %s)" % col, typ), ("%s::date" % col, "date"),
+                                   ("coalesce(%s, '-infinity')" % col, typ),
+                                   ("greatest(%s, timestamp '2000-01-01')" % col, typ)]
+    elif typ == "timestamptz":
+        opts = [(col, typ)] * 4 + [("date_trunc('month', %s)" % col, typ),
+                                   ("%s::timestamp" % col, "timestamp"),
+                                   ("coalesce(%s, 'infinity')" % col, typ)]
+    elif typ == "real":
+        opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("abs(%s)" % col, typ),
+                                   ("%s::float8" % col, "double precision"),
+                                   ("floor(%s)" % col, "double precision"),
+                                   ("coalesce(%s, 'NaN')" % col, typ)]
+    else:
+        opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("abs(%s)" % col, typ),
+                                   ("floor(%s)" % col, typ), ("round(%s)" % col, typ),
+                                   ("coalesce(%s, '-Infinity')" % col, typ)]
+    return rng.choice(opts)
+
+
+def random_key(rng, x, allow_text=True):
+    r = rng.random()
+    if r < 0.08:
+        return Key("%s.g" % x, "integer")
+    if r < 0.12:
+        return Key("%s.id %% 10" % x, "integer")
+    if r < 0.15 and allow_text:
+        return Key(rng.choice(["%s.txt" % x, "left(%s.txt, 1)" % x]), "text")
+    c, typ = rng.choice(KEY_COLS)
+    e, t = key_exprs(rng, c, typ, x)
+    return Key(e, t)
+
+
+def dirs(rng):
+    d = rng.choice(["", "", " ASC", " DESC", " DESC"])
+    n = rng.choice(["", "", "", " NULLS FIRST", " NULLS LAST"])
+    return d + n
+
+
+class Query:
+    """One generated query and how to compare its results."""
+
+    def __init__(self):
+        self.kind = ""
+        self.sql = ""
+        self.ordered = True      # top-level order decided by the first nkeys columns
+        self.nkeys = 0           # output columns 0..nkeys-1 are ORDER BY keys
+        self.exact = []          # more columns compared position by position (row_number)
+        self.first_partial = False  # the first tie group may be cut (OFFSET)
+        self.last_partial = False   # the last tie group may be cut (LIMIT)
+        self.normalize = False   # -0/0 in any column are the same (grouping picks either)
+        self.eligible = False    # we expect GpuSort with min_rows = 0
+        self.mode = "plain"      # plain, cursor, prepared
+        self.prepare = None      # (param types, list of (params, per-exec SET lines))
+        self.fetches = None
+        self.scroll = True
+
+
+def limit_clause(rng, nrows):
+    """(SQL, first_partial, last_partial)"""
+    n = rng.choice([0, 1, 2, 3, 5, 10, 10, 50, 100, 1000, max(1, nrows // 2), nrows + 5])
+    m = rng.choice([1, 2, 5, 10, 100, max(1, nrows // 3), nrows + 1])
+    r = rng.random()
+    if r < 0.25:
+        return " LIMIT %d" % n, False, n > 0
+    if r < 0.35:
+        return " OFFSET %d" % m, True, False
+    if r < 0.5:
+        return " LIMIT %d OFFSET %d" % (n, m), True, n > 0
+    if r < 0.62:
+        if rng.random() < 0.5:
+            return " FETCH FIRST %d ROWS WITH TIES" % max(n, 1), False, False
+        return " OFFSET %d ROWS FETCH FIRST %d ROWS WITH TIES" % (m, max(n, 1)), True, False
+    if r < 0.67:
+        return " FETCH FIRST %d ROWS ONLY" % n, False, n > 0
+    if r < 0.71:
+        return rng.choice([" LIMIT ALL", " LIMIT NULL", " OFFSET 0", " LIMIT ALL OFFSET 0"]), False, False
+    return "", False, False
+
+
+class Gen:
+    def __init__(self, schema, rng):
+        self.s = schema
+        self.rng = rng
+
+    def table(self, allow_big=True):
+        r = self.rng
+        choices = ["tiny", "small", "small", "medium", "medium", "pt"]
+        if allow_big and r.random() < 0.15:
+            return "big"
+        return r.choice(choices)
+
+    def where(self, x):
+        r = self.rng
+        opts = ["", "", "", " WHERE %s.g < %d" % (x, r.randint(0, 10)),
+                " WHERE %s.i4 IS NOT NULL" % x,
+                " WHERE %s.id %% %d = %d" % (x, r.choice([2, 3, 7]), r.randint(0, 1)),
+                " WHERE %s.f8 > 0" % x,
+                " WHERE %s.g IN (SELECT g FROM dim WHERE w < %d)" % (x, r.randint(0, 11)),
+                " WHERE EXISTS (SELECT 1 FROM dim d2 WHERE d2.g = %s.g AND d2.w > %d)" % (x, r.randint(0, 11)),
+                " WHERE %s.id IN (SELECT y.id FROM %s y ORDER BY %s%s, y.id LIMIT %d)" % (
+                    x, r.choice(["small", "medium"]), random_key(r, "y", False).expr, dirs(r),
+                    r.choice([10, 100, 1000]))]
+        return r.choice(opts)
+
+    def source(self, q):
+        """FROM clause with alias x (all table columns); returns (with, from, extra payload, rows)."""
+        r = self.rng
+        t = self.table()
+        rows = self.s.sizes[t]
+        kind = r.random()
+        if kind < 0.55:
+            return "", "%s x" % t, [], rows, t
+        if kind < 0.65:
+            j = r.choice(["JOIN", "LEFT JOIN"])
+            return "", "%s x %s dim d ON d.g = x.g" % (t, j), ["d.name", "d.w"], rows, t + "+dim"
+        if kind < 0.72:
+            t2 = r.choice(["small", "medium", "tiny"])
+            return "", "%s x JOIN %s y ON y.id = x.id" % (t, t2), ["y.i4 AS y_i4", "y.txt AS y_txt"], \
+                min(rows, self.s.sizes[t2]), t + "+" + t2
+        if kind < 0.82:
+            t2 = r.choice(["small", "medium", "tiny", "pt"])
+            return "", "(SELECT * FROM %s UNION ALL SELECT * FROM %s) x" % (t, t2), [], \
+                rows + self.s.sizes[t2], t + "|" + t2
+        mat = r.choice(["", "MATERIALIZED ", "NOT MATERIALIZED "])
+        w = self.where("c0")
+        return "WITH c AS %s(SELECT * FROM %s c0%s) " % (mat, t, w), "c x", [], rows, "cte"
+
+    def payload(self, rows, extra, limited):
+        r = self.rng
+        if rows > 30000 and not limited:
+            return ["x.id"] + extra[:1]
+        if r.random() < 0.3:
+            return ["x.*"] + extra
+        cols = ["x.id", "x.g", "x.txt"] + ["x.%s" % c for c, _ in KEY_COLS]
+        return r.sample(cols, r.randint(1, 5)) + extra
+
+    def order_keys(self, x, allow_junk=True):
+        """List of (Key, dirs, output?)"""
+        r = self.rng
+        nk = r.choice([1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 7, 8])
+        keys = []
+        for i in range(nk):
+            k = random_key(r, x)
+            out = not (allow_junk and i > 0 and r.random() < 0.1)
+            keys.append((k, dirs(r), out))
+        if allow_junk and r.random() < 0.05:
+            # a volatile last key: PostgreSQL's, after a unique key
+            keys.append((Key("%s.id" % x, "integer"), "", True))
+            keys.append((Key("random()", "double precision", True), "", False))
+        return keys
+
+    @staticmethod
+    def eligible(keys):
+        return len(keys) <= 8 and all(k.typ in GPU_TYPES and not k.volatile for k, _, _ in keys)
+
+    def select_core(self, q, limited_hint=None, force_total=False, allow_srf=True):
+        """SELECT keys..., payload FROM source ORDER BY ... [LIMIT]; fills q."""
+        r = self.rng
+        with_, frm, extra, rows, tname = self.source(q)
+        keys = self.order_keys("x")
+        if force_total:
+            keys.append((Key("x.id", "integer"), "", True))
+        outkeys = [k for k in keys if k[2]]
+        sel = []
+        refs = []
+        j = 0
+        for k, d, out in keys:
+            if out:
+                j += 1
+                sel.append("%s AS k%d" % (k.expr, j))
+                refs.append(r.choice(["k%d" % j, str(j), None, None]))
+            else:
+                refs.append(None)
+        q.nkeys = len(outkeys)
+        lim, fp, lp = limit_clause(r, rows) if limited_hint is None else limited_hint
+        pay = self.payload(rows, extra, bool(lim.strip()) and "ALL" not in lim and "NULL" not in lim)
+        sel += pay
+        if allow_srf and r.random() < 0.06:
+            sel.append("generate_series(1, (x.id % 3)) AS srf")
+            q.kind += "+srf"
+        items = []
+        for (k, d, out), ref in zip(keys, refs):
+            items.append((ref if (out and ref) else k.expr) + d)
+        where = self.where("x") if r.random() < 0.4 else ""
+        sql = "%sSELECT %s FROM %s%s ORDER BY %s%s" % (with_, ", ".join(sel), frm, where, ", ".join(items), lim)
+        q.first_partial |= fp
+        q.last_partial |= lp
+        q.eligible = self.eligible(keys)
+        q.kind = tname + q.kind
+        return sql, keys
+
+    def gen(self):
+        r = self.rng
+        q = Query()
+        shape = r.random()
+        if shape < 0.36:
+            q.sql, _ = self.select_core(q)
+            q.kind = "plain:" + q.kind
+        elif shape < 0.44:
+            inner, keys = self.select_core(q, allow_srf=False)
+            outs = [(k, d) for k, d, o in keys if o]
+            ob = ", ".join("k%d%s" % (i + 1, d) for i, (k, d) in enumerate(outs))
+            lim, fp, lp = limit_clause(r, 100) if r.random() < 0.5 else ("", False, False)
+            q.first_partial |= fp
+            q.last_partial |= lp
+            q.sql = "SELECT * FROM (%s) s ORDER BY %s%s" % (inner, ob, lim)
+            q.kind = "subquery:" + q.kind
+        elif shape < 0.50:
+            inner, keys = self.select_core(q, allow_srf=False)
+            outs = [(k, d) for k, d, o in keys if o]
+            ob = ", ".join("k%d%s" % (i + 1, d) for i, (k, d) in enumerate(outs))
+            q.sql = "WITH s AS %s(%s) SELECT * FROM s ORDER BY %s" % (
+                r.choice(["MATERIALIZED ", ""]), inner, ob)
+            q.kind = "cte-sorted:" + q.kind
+        elif shape < 0.56:
+            inner, keys = self.select_core(q, allow_srf=False)
+            # row_number() over the ordered subquery: its order is the input's
+            extra = r.choice(["row_number() OVER () AS rn", "count(*) OVER (ROWS UNBOUNDED PRECEDING) AS rn"])
+            q.sql = "SELECT s.*, %s FROM (%s) s" % (extra, inner)
+            q.exact = ["rn"]
+            q.kind = "window:" + q.kind
+        elif shape < 0.62:
+            self.union_top(q)
+        elif shape < 0.68:
+            self.group_by(q)
+        elif shape < 0.72:
+            self.distinct(q)
+        elif shape < 0.77:
+            self.lateral(q)
+        elif shape < 0.80:
+            self.unordered_subquery(q)
+        elif shape < 0.90:
+            q.sql, _ = self.select_core(q, allow_srf=False)
+            q.kind = "cursor:" + q.kind
+            q.mode = "cursor"
+            q.scroll = r.random() < 0.8
+        else:
+            self.prepared(q)
+        return q
+
+    def union_top(self, q):
+        r = self.rng
+        x = "x"
+        nk = r.randint(1, 4)
+        cols = [r.choice(KEY_COLS) for _ in range(nk)]
+        keys = []
+        for c, typ in cols:
+            keys.append(key_exprs(r, c, typ, x))
+        arms = []
+        rows = 0
+        for a in range(r.randint(2, 3)):
+            t = self.table(allow_big=False)
+            rows += self.s.sizes[t]
+            arm = "SELECT %s, x.id, x.txt FROM %s x%s" % (
+                ", ".join("%s AS k%d" % (e, i + 1) if a == 0 else e for i, (e, t_) in enumerate(keys)),
+                t, self.where("x") if r.random() < 0.3 else "")
+            if r.random() < 0.2:
+                arm = "(%s ORDER BY %s, x.id LIMIT %d)" % (arm, keys[0][0], r.choice([5, 50]))
+            arms.append(arm)
+        lim, fp, lp = limit_clause(r, rows)
+        ob = ", ".join("%d%s" % (i + 1, dirs(r)) for i in range(nk))
+        q.sql = " UNION ALL ".join(arms) + " ORDER BY " + ob + lim
+        q.nkeys = nk
+        q.first_partial, q.last_partial = fp, lp
+        q.eligible = False  # the ORDER BY of a set operation is PostgreSQL's
+        q.kind = "union-all-top"
+
+    def group_by(self, q):
+        r = self.rng
+        with_, frm, extra, rows, tname = self.source(q)
+        ng = r.randint(1, 3)
+        groups = []
+        for _ in range(ng):
+            c, typ = r.choice(KEY_COLS + [("g", "integer")])
+            if c == "g":
+                groups.append(("x.g", "integer"))
+            elif r.random() < 0.5:
+                groups.append(key_exprs(r, c, typ, "x"))
+            else:
+                groups.append(("x.%s" % c, typ))
+        aggs = [("count(*)", "bigint"), ("min(x.i4)", "integer"), ("max(x.i8)", "bigint"),
+                ("sum(x.i2)", "bigint"), ("count(x.f8)", "bigint"), ("max(x.dt)", "date")]
+        agg = r.sample(aggs, r.randint(1, 3))
+        items = groups + agg
+        r.shuffle(items)
+        nk = r.randint(1, len(items))
+        ordered = items[:nk]
+        sel = ["%s AS k%d" % (e, i + 1) for i, (e, t) in enumerate(ordered)] + [e for e, t in items[nk:]]
+        ob = ", ".join(r.choice([e, "k%d" % (i + 1)]) + dirs(r) for i, (e, t) in enumerate(ordered))
+        lim, fp, lp = limit_clause(r, 100)
+        having = " HAVING count(*) > %d" % r.choice([0, 1, 5]) if r.random() < 0.2 else ""
+        q.sql = "%sSELECT %s FROM %s GROUP BY %s%s ORDER BY %s%s" % (
+            with_, ", ".join(sel), frm, ", ".join(e for e, t in groups), having, ob, lim)
+        q.nkeys = nk
+        q.first_partial, q.last_partial = fp, lp
+        q.normalize = True
+        q.eligible = all(t in GPU_TYPES for e, t in ordered)
+        q.kind = "group-by:" + tname
+
+    def distinct(self, q):
+        r = self.rng
+        with_, frm, extra, rows, tname = self.source(q)
+        keys = [random_key(r, "x") for _ in range(r.randint(1, 4))]
+        ds = [dirs(r) for _ in keys]
+        lim, fp, lp = limit_clause(r, 100)
+        if r.random() < 0.3 and len(keys) > 1:
+            # DISTINCT ON the first key: the rest of the keys pick the row
+            q.sql = "%sSELECT DISTINCT ON (%s) %s FROM %s ORDER BY %s%s" % (
+                with_, keys[0].expr, ", ".join("%s AS k%d" % (k.expr, i + 1) for i, k in enumerate(keys)),
+                frm, ", ".join(k.expr + d for k, d in zip(keys, ds)), lim)
+            q.kind = "distinct-on:" + tname
+        else:
+            q.sql = "%sSELECT DISTINCT %s FROM %s ORDER BY %s%s" % (
+                with_, ", ".join("%s AS k%d" % (k.expr, i + 1) for i, k in enumerate(keys)),
+                frm, ", ".join(k.expr + d for k, d in zip(keys, ds)), lim)
+            q.kind = "distinct:" + tname
+        q.nkeys = len(keys)
+        q.first_partial, q.last_partial = fp, lp
+        q.normalize = True
+        q.eligible = all(k.typ in GPU_TYPES for k in keys)
+
+    def lateral(self, q):
+        r = self.rng
+        t = r.choice(["small", "medium", "pt", "big"])
+        keys = [random_key(r, "y", False) for _ in range(r.randint(1, 3))]
+        ds = [dirs(r) for _ in keys]
+        n = r.choice([1, 3, 10, 100])
+        inner = "SELECT %s, y.id FROM %s y WHERE y.g = x.g ORDER BY %s, y.id LIMIT %d" % (
+            ", ".join("%s AS k%d" % (k.expr, i + 1) for i, k in enumerate(keys)), t,
+            ", ".join(k.expr + d for k, d in zip(keys, ds)), n)
+        rep = "CROSS JOIN generate_series(1, 2) rr " if r.random() < 0.5 else ""
+        outer_ob = ", ".join(["x.g"] + ["s.k%d%s" % (i + 1, d) for i, d in enumerate(ds)] + ["s.id"])
+        q.sql = "SELECT x.g AS k0, %s, s.id AS kid, x.w FROM dim x %s, LATERAL (%s) s ORDER BY %s" % (
+            ", ".join("s.k%d" % (i + 1) for i in range(len(keys))), rep, inner, outer_ob)
+        q.sql = q.sql.replace("dim x , LATERAL", "dim x, LATERAL")
+        q.nkeys = len(keys) + 2
+        q.eligible = True
+        q.kind = "lateral:" + t
+
+    def unordered_subquery(self, q):
+        """Sorted subquery (total order) below an aggregate: compare as a multiset."""
+        r = self.rng
+        inner, keys = self.select_core(q, force_total=True, allow_srf=False)
+        q.sql = "SELECT s.k1, count(*) AS c FROM (%s) s GROUP BY s.k1" % inner
+        q.ordered = False
+        q.normalize = True
+        q.kind = "agg-over-sorted:" + q.kind
+
+    def prepared(self, q):
+        r = self.rng
+        q.mode = "prepared"
+        t = self.table()
+        rows = self.s.sizes[t]
+        keys = self.order_keys("x", allow_junk=False)
+        outs = [k for k in keys if k[2]]
+        sel = ["%s AS k%d" % (k.expr, i + 1) for i, (k, d, o) in enumerate(outs)]
+        sel += self.payload(rows, [], True)
+        ob = ", ".join(k.expr + d for k, d, o in keys)
+        style = r.choice(["param", "param", "setting", "offset"])
+        gmax = r.randint(0, 10)
+        if style == "param":
+            sql = "SELECT %s FROM %s x WHERE x.g < $2 ORDER BY %s LIMIT $1" % (", ".join(sel), t, ob)
+            types = "(int, int)"
+            q.first_partial, q.last_partial = False, True
+        elif style == "offset":
+            sql = "SELECT %s FROM %s x WHERE x.g < $3 ORDER BY %s LIMIT $1 OFFSET $2" % (", ".join(sel), t, ob)
+            types = "(int, int8, int)"
+            q.first_partial, q.last_partial = True, True
+        else:
+            sql = "SELECT %s FROM %s x WHERE x.g < $1 ORDER BY %s LIMIT current_setting('fuzz.n')::int" % (
+                ", ".join(sel), t, ob)
+            types = "(int)"
+            q.first_partial, q.last_partial = False, True
+        execs = []
+        for _ in range(r.randint(2, 6)):
+            n = r.choice([0, 1, 3, 10, 100, 1000, rows])
+            g = r.randint(0, 10)
+            sets = []
+            if r.random() < 0.3:
+                sets.append("SET work_mem = '%s'" % r.choice(["64kB", "1MB", "64MB"]))
+            if style == "param":
+                params = "(%s, %d)" % (r.choice([str(n), str(n), "NULL"]), g)
+            elif style == "offset":
+                params = "(%d, %d, %d)" % (n, r.choice([0, 1, 5, 50]), g)
+            else:
+                params = "(%d)" % g
+                sets.append("SET fuzz.n = '%d'" % n)
+            execs.append((params, sets))
+        q.sql = sql
+        q.nkeys = len(outs)
+        q.prepare = (types, execs, r.choice(["force_generic_plan"] * 3 + ["auto", "force_custom_plan"]))
+        q.eligible = self.eligible(keys)
+        q.kind = "prepared-%s:%s" % (style, t)
+
+
+def random_settings(rng, device):
+    """Settings for both runs (the GpuSort run adds gpusort.enabled = on)."""
+    s = []
+    s.append("SET work_mem = '%s'" % rng.choice(["64kB", "64kB", "256kB", "1MB", "4MB", "4MB", "64MB", "1GB"]))
+    par = rng.choice(["off", "on", "on", "zero", "zero"])
+    if par == "off":
+        s.append("SET max_parallel_workers_per_gather = 0")
+    elif par == "zero":
+        s += ["SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
+              "SET min_parallel_table_scan_size = 0", "SET min_parallel_index_scan_size = 0",
+              "SET max_parallel_workers_per_gather = %d" % rng.choice([2, 2, 4])]
+    if rng.random() < 0.2:
+        s.append("SET %s = off" % rng.choice(["enable_hashjoin", "enable_mergejoin", "enable_nestloop",
+                                              "enable_indexscan", "enable_seqscan", "enable_incremental_sort",
+                                              "enable_hashagg", "enable_sort"]))
+    g = []
+    g.append("SET gpusort.min_rows = %d" % rng.choice([0, 0, 0, 0, 100, 50000]))
+    g.append("SET gpusort.gpu_min_elements = %d" % rng.choice([0, 0, 16384]))
+    g.append("SET gpusort.algorithm = %s" % rng.choice(["auto", "auto", "bitonic", "butterfly", "radix"]))
+    g.append("SET gpusort.device = %s" % device)
+    return s, g, par
+
+
+# ---------------------------------------------------------------- running
+
+class ConnectionLost(Exception):
+    pass
+
+
+class QueryError(Exception):
+    def __init__(self, code, msg):
+        Exception.__init__(self, msg)
+        self.code, self.msg = code, msg
+
+
+def norm(v):
+    return "0" if v == "-0" else v
+
+
+class Fuzzer:
+    def __init__(self, args):
+        self.args = args
+        self.conn = None
+        self.setup_printed = False
+        self.passed = self.failed = 0
+        self.used = 0
+        self.eligible = self.eligible_used = 0
+        self.errors_both = 0
+        self.inconsistent = 0
+        self.unused = collections.Counter()
+        self.failed_kinds = collections.Counter()
+
+    # -- connection
+    def connect(self):
+        deadline = time.time() + 60
+        while True:
+            try:
+                self.conn = psycopg2.connect(self.args.dsn)
+                break
+            except psycopg2.OperationalError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(1)
+        self.conn.autocommit = True
+        cur = self.conn.cursor()
+        cur.execute("SELECT oid FROM pg_type")
+        oids = tuple(r[0] for r in cur.fetchall())
+        raw = psycopg2.extensions.new_type(oids, "FUZZRAW", lambda v, c: v)
+        psycopg2.extensions.register_type(raw, self.conn)
+        self.x("LOAD 'gpusort'")
+        self.x("SET search_path = %s, public" % self.schema.name)
+        self.x("SET TimeZone = 'UTC'")
+        self.x("SET statement_timeout = '%ds'" % self.args.statement_timeout)
+
+    def x(self, sql):
+        cur = self.conn.cursor()
+        cur.execute(sql)
+        return cur
+
+    def run(self, sql):
+        """rows (tuples of text) and column names; QueryError on an error."""
+        try:
+            cur = self.conn.cursor()
+            cur.execute(sql)
+            if cur.description is None:
+                return [], []
+            return cur.fetchall(), [d[0] for d in cur.description]
+        except psycopg2.Error as e:
+            if self.conn.closed or e.pgcode is None:
+                raise ConnectionLost(str(e))
+            try:
+                self.conn.rollback()
+            except psycopg2.Error:
+                pass
+            if self.conn.status != psycopg2.extensions.STATUS_READY or not self.conn.autocommit:
+                pass
+            try:
+                if self.conn.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
+                    self.x("ROLLBACK")
+            except psycopg2.Error:
+                pass
+            raise QueryError(e.pgcode, (e.pgerror or str(e)).strip().splitlines()[0])
+
+    def reset(self):
+        self.x("RESET ALL")
+        self.x("SET search_path = %s, public" % self.schema.name)
+        self.x("SET TimeZone = 'UTC'")
+        self.x("SET statement_timeout = '%ds'" % self.args.statement_timeout)
+
+    # -- schema
+    def create_schema(self):
+        self.schema = Schema(self.args.seed, self.args.small)
+        conn = psycopg2.connect(self.args.dsn)
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute("CREATE EXTENSION IF NOT EXISTS gpusort")
+        cur.execute("DROP SCHEMA IF EXISTS %s CASCADE" % self.schema.name)
+        t0 = time.time()
+        for s in self.schema.setup:
+            cur.execute(s)
+        conn.close()
+        return time.time() - t0
+
+    def drop_schema(self):
+        conn = psycopg2.connect(self.args.dsn)
+        conn.autocommit = True
+        conn.cursor().execute("DROP SCHEMA IF EXISTS %s CASCADE" % self.schema.name)
+        conn.close()
+
+    # -- comparing
+    def keyof(self, q, cols, row):
+        return tuple(norm(row[i]) for i in range(q.nkeys)) + tuple(norm(row[cols.index(c)]) for c in q.exact)
+
+    def rowof(self, q, cols, row):
+        skip = set(cols.index(c) for c in q.exact)
+        if q.normalize:
+            return tuple(norm(v) for i, v in enumerate(row) if i not in skip)
+        return tuple(v for i, v in enumerate(row) if i not in skip)
+
+    def compare(self, q, cols, A, B, first_partial=None, last_partial=None):
+        """None if the GpuSort rows A agree with the reference rows B, else what differs."""
+        fp = q.first_partial if first_partial is None else first_partial
+        lp = q.last_partial if last_partial is None else last_partial
+        if not q.ordered:
+            ca = collections.Counter(self.rowof(q, cols, r) for r in A)
+            cb = collections.Counter(self.rowof(q, cols, r) for r in B)
+            if ca != cb:
+                return "rows differ (unordered): %d rows against %d; only in gpusort: %s; only in reference: %s" % (
+                    len(A), len(B), fmt(list((ca - cb).elements())[:3]), fmt(list((cb - ca).elements())[:3]))
+            return None
+        ka = [self.keyof(q, cols, r) for r in A]
+        kb = [self.keyof(q, cols, r) for r in B]
+        for i in range(min(len(ka), len(kb))):
+            if ka[i] != kb[i]:
+                return "keys differ at position %d (of %d gpusort, %d reference rows): gpusort %s, reference %s" % (
+                    i + 1, len(A), len(B), fmt(ka[i]), fmt(kb[i]))
+        if len(ka) != len(kb):
+            i = min(len(ka), len(kb))
+            return "row count differs: gpusort %d, reference %d; first extra row at position %d: %s" % (
+                len(A), len(B), i + 1, fmt(A[i] if len(A) > i else B[i]))
+        runs = tie_runs([k[:q.nkeys] for k in ka])
+        for ri, (a, b) in enumerate(runs):
+            if (ri == 0 and fp) or (ri == len(runs) - 1 and lp):
+                continue
+            ca = collections.Counter(self.rowof(q, cols, r) for r in A[a:b])
+            cb = collections.Counter(self.rowof(q, cols, r) for r in B[a:b])
+            if ca != cb:
+                return ("rows differ in the tie group at positions %d..%d (keys %s): only in gpusort: %s; "
+                        "only in reference: %s" % (a + 1, b, fmt(ka[a][:q.nkeys]),
+                                                   fmt(list((ca - cb).elements())[:3]),
+                                                   fmt(list((cb - ca).elements())[:3])))
+        return None
+
+    def explain_used(self, sql):
+        try:
+            rows, _ = self.run("EXPLAIN (COSTS OFF) " + sql)
+        except QueryError:
+            return False
+        return any("GpuSort" in r[0] for r in rows)
+
+    # -- one query
+    def one(self, idx):
+        rng = random.Random("query-%d-%d" % (self.args.seed, idx))
+        q = Gen(self.schema, rng).gen()
+        common, gset, par = random_settings(rng, self.args.device)
+        if q.mode == "cursor":
+            q.fetches = cursor_ops(rng, q.scroll)
+        self.reset()
+        t0 = time.time()
+        try:
+            if q.mode == "plain":
+                res = self.plain(q, common, gset)
+            elif q.mode == "cursor":
+                res = self.cursor(q, common, gset)
+            else:
+                res = self.prepared(q, common, gset)
+        except (ConnectionLost, psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+            res = ("connection lost (server crash?): %s" % (str(e).strip().splitlines() or ["?"])[0], False)
+            self.connect()
+        except psycopg2.Error as e:
+            res = ("statement of the fuzzer failed: %s %s" % (e.pgcode, str(e).strip()), False)
+            if self.conn.closed:
+                self.connect()
+            elif self.conn.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
+                self.x("ROLLBACK")
+        problem, used = res
+        q.used = used
+        self.used += used
+        if q.eligible and "SET gpusort.min_rows = 0" in gset:
+            self.eligible += 1
+            self.eligible_used += used
+            if not used:
+                self.unused[(par, "limit" if q.last_partial or q.first_partial else "no limit")] += 1
+        if problem:
+            self.failed += 1
+            self.failed_kinds[q.kind.split(":")[0]] += 1
+            self.report(idx, q, common, gset, problem)
+        else:
+            self.passed += 1
+        if self.args.verbose:
+            print("query %d [%s] %s %.2fs%s: %s" % (idx, q.kind, "FAIL" if problem else "ok", time.time() - t0,
+                                                    " GpuSort" if used else "", q.sql[:300]))
+            sys.stdout.flush()
+
+    def set_all(self, lines):
+        for s in lines:
+            self.x(s)
+
+    def both(self, q, common, gset, fn):
+        """fn() under gpusort on, then under off: ((rows, cols) or QueryError) each."""
+        out = []
+        for on in (True, False):
+            self.set_all(common + gset + ["SET gpusort.enabled = %s" % ("on" if on else "off")])
+            try:
+                out.append(fn(on))
+            except QueryError as e:
+                out.append(e)
+        return out
+
+    def errors(self, a, b):
+        """Handles errors on either side: (done, problem)."""
+        ea, eb = isinstance(a, QueryError), isinstance(b, QueryError)
+        if not ea and not eb:
+            return False, None
+        if ea and eb:
+            self.errors_both += 1
+            if a.code == b.code:
+                return True, None
+            return True, "both failed, differently: gpusort %s %s; reference %s %s" % (a.code, a.msg, b.code, b.msg)
+        if ea:
+            return True, "gpusort run failed: %s %s (reference ran: %d rows)" % (a.code, a.msg, len(b[0]))
+        if eb.code == "57014":  # reference timed out: nothing to compare
+            return True, None
+        return True, "reference run failed: %s %s (gpusort ran: %d rows)" % (b.code, b.msg, len(a[0]))
+
+    def plain(self, q, common, gset):
+        used = [False]
+
+        def fn(on):
+            if on:
+                used[0] = self.explain_used(q.sql)
+            return self.run(q.sql)
+        a, b = self.both(q, common, gset, fn)
+        done, problem = self.errors(a, b)
+        if done:
+            return problem, used[0]
+        return self.compare(q, a[1], a[0], b[0]), used[0]
+
+    def prepared(self, q, common, gset):
+        types, execs, cache = q.prepare
+        used = [False]
+
+        def fn(on):
+            name = "fz_%s" % ("on" if on else "off")
+            self.x("SET plan_cache_mode = %s" % cache)
+            self.x("DEALLOCATE ALL")
+            self.run("PREPARE %s%s AS %s" % (name, types, q.sql))
+            results = []
+            try:
+                for i, (params, sets) in enumerate(execs):
+                    self.set_all(sets)
+                    try:
+                        results.append(self.run("EXECUTE %s%s" % (name, params)))
+                    except QueryError as e:
+                        results.append(e)
+                    if on and i == 0:
+                        used[0] = self.explain_used("EXECUTE %s%s" % (name, params))
+                    if on and i == 0 and self.rngx.random() < 0.3:
+                        # planned with GpuSort; later executions under other settings
+                        self.x("SET gpusort.enabled = off")
+                        self.x("SET gpusort.algorithm = %s" % self.rngx.choice(["bitonic", "radix", "butterfly"]))
+            finally:
+                self.x("DEALLOCATE ALL")
+            return results, None
+        self.rngx = random.Random(q.sql)
+        a, b = self.both(q, common, gset, fn)
+        done, problem = self.errors(a, b)
+        if done:
+            return problem, used[0]
+        for i, (ra, rb) in enumerate(zip(a[0], b[0])):
+            done, problem = self.errors(ra, rb)
+            if done:
+                if problem:
+                    return "EXECUTE #%d %s: %s" % (i + 1, execs[i][0], problem), used[0]
+                continue
+            p = self.compare(q, ra[1], ra[0], rb[0])
+            if p:
+                return "EXECUTE #%d %s: %s" % (i + 1, execs[i][0], p), used[0]
+        return None, used[0]
+
+    def cursor(self, q, common, gset):
+        used = [False]
+        # the number of rows, for the model of the cursor's position
+        self.set_all(common + gset + ["SET gpusort.enabled = off"])
+        try:
+            n = int(self.run("SELECT count(*) FROM (%s) s" % q.sql)[0][0][0])
+        except QueryError as e:
+            return None, False
+        expected = simulate(q.fetches, n)
+
+        decl = "DECLARE c %sCURSOR FOR %s" % ("SCROLL " if q.scroll else "NO SCROLL ", q.sql)
+
+        def fn(on):
+            if on:
+                used[0] = self.explain_used(decl)
+            self.x("BEGIN")
+            try:
+                self.run(decl)
+                out = []
+                cols = None
+                for op in q.fetches:
+                    rows, c = self.run(op + " FROM c")
+                    if c:
+                        cols = c
+                    out.append(rows)
+            finally:
+                if self.conn.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
+                    self.x("COMMIT")
+            return out, cols
+        a, b = self.both(q, common, gset, fn)
+        done, problem = self.errors(a, b)
+        if done:
+            return problem, used[0]
+        cols = a[1] or b[1]
+        side = {}
+        for name, (res, _) in (("reference", b), ("gpusort", a)):
+            pos = {}
+            for op, rows, exp in zip(q.fetches, res, expected):
+                if op.startswith("MOVE"):
+                    continue
+                if len(rows) != len(exp):
+                    return "%s: %s returned %d rows, expected %d (of %d)" % (name, op, len(rows), len(exp), n), used[0]
+                for p, r in zip(exp, rows):
+                    if p in pos and pos[p] != r:
+                        if name == "reference" or not used[0]:
+                            # PostgreSQL's own plan (seen: an index scan read
+                            # backward from its end) is not ours to judge
+                            self.inconsistent += 1
+                            return None, used[0]
+                        return "%s: row %d read twice, differently: %s then %s (%s)" % (
+                            name, p, fmt(pos[p]), fmt(r), op), used[0]
+                    pos[p] = r
+            side[name] = pos
+        ga, rb = side["gpusort"], side["reference"]
+        positions = sorted(ga)
+        for p in positions:
+            if self.keyof(q, cols, ga[p]) != self.keyof(q, cols, rb[p]):
+                return "keys differ at row %d: gpusort %s, reference %s" % (
+                    p, fmt(self.keyof(q, cols, ga[p])), fmt(self.keyof(q, cols, rb[p]))), used[0]
+        # rows: tie groups strictly inside a contiguous range of rows read
+        for lo, hi in contiguous(positions):
+            A = [ga[p] for p in range(lo, hi + 1)]
+            B = [rb[p] for p in range(lo, hi + 1)]
+            p = self.compare(q, cols, A, B, first_partial=True, last_partial=True)
+            if p:
+                return "rows %d..%d: %s" % (lo, hi, p), used[0]
+        return None, used[0]
+
+    # -- reporting
+    def report(self, idx, q, common, gset, problem):
+        out = []
+        out.append("=" * 72)
+        out.append("FAILURE: seed %d query %d [%s]: %s" % (self.args.seed, idx, q.kind, problem))
+        out.append("-- rerun just this one: test/fuzz/fuzz.py --seed %d --only %d --dsn ..." % (self.args.seed, idx))
+        if not self.setup_printed or self.args.verbose:
+            out.append("-- setup (once):")
+            out += ["%s;" % s for s in self.schema.setup] + ["LOAD 'gpusort';"]
+            self.setup_printed = True
+        else:
+            out.append("-- setup: as printed for the first failure (schema %s)" % self.schema.name)
+        out.append("-- settings:")
+        out += ["SET search_path = %s, public;" % self.schema.name, "SET TimeZone = 'UTC';"]
+        out += ["%s;" % s for s in common + gset]
+        out.append("-- compare: SET gpusort.enabled = on;  against  SET gpusort.enabled = off;")
+        if q.mode == "plain":
+            out.append("%s;" % q.sql)
+        elif q.mode == "cursor":
+            out.append("BEGIN; DECLARE c %sCURSOR FOR %s;" % ("SCROLL " if q.scroll else "NO SCROLL ", q.sql))
+            out += ["%s FROM c;" % f for f in q.fetches]
+            out.append("COMMIT;")
+        else:
+            types, execs, cache = q.prepare
+            out.append("SET plan_cache_mode = %s;" % cache)
+            out.append("PREPARE fz%s AS %s;" % (types, q.sql))
+            for params, sets in execs:
+                out += ["%s;" % s for s in sets]
+                out.append("EXECUTE fz%s;" % params)
+            out.append("-- (in the gpusort run, 30% of the time gpusort settings change after the first EXECUTE)")
+        out.append("-- GpuSort used: %s" % ("yes" if q.used else "no"))
+        print("\n".join(out))
+        sys.stdout.flush()
+
+
+def fmt(v):
+    s = repr(v)
+    return s if len(s) < 400 else s[:400] + "..."
+
+
+def tie_runs(keys):
+    runs = []
+    a = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[a]:
+            runs.append((a, i))
+            a = i
+    return runs
+
+
+def contiguous(positions):
+    out = []
+    for p in positions:
+        if out and p == out[-1][1] + 1:
+            out[-1][1] = p
+        else:
+            out.append([p, p])
+    return out
+
+
+def cursor_ops(rng, scroll):
+    ops = []
+    for _ in range(rng.randint(3, 9)):
+        k = rng.choice([1, 2, 3, 5, 10, 50, 500])
+        if not scroll:
+            ops.append(rng.choice(["FETCH %d" % k, "FETCH NEXT", "FETCH FORWARD %d" % k, "MOVE FORWARD %d" % k,
+                                   "FETCH FORWARD 0"]))
+            continue
+        ops.append(rng.choice([
+            "FETCH %d" % k, "FETCH NEXT", "FETCH PRIOR", "FETCH FIRST", "FETCH LAST",
+            "FETCH ABSOLUTE %d" % rng.choice([k, -k, 0]), "FETCH RELATIVE %d" % rng.choice([k, -k, 0]),
+            "FETCH FORWARD %d" % k, "FETCH BACKWARD %d" % k, "FETCH BACKWARD %d" % k, "FETCH FORWARD ALL",
+            "FETCH BACKWARD ALL", "MOVE FORWARD %d" % k, "MOVE BACKWARD %d" % k, "MOVE LAST",
+            "MOVE ABSOLUTE %d" % k, "FETCH BACKWARD 0", "FETCH FORWARD 0"]))
+    return ops
+
+
+def simulate(ops, n):
+    """Row numbers (1-based) each FETCH returns, by PostgreSQL's cursor rules."""
+    pos = 0
+    out = []
+    for op in ops:
+        w = op.split()
+        verb, rest = w[0], w[1:]
+        if rest == ["NEXT"]:
+            rest = ["FORWARD", "1"]
+        elif rest == ["PRIOR"]:
+            rest = ["BACKWARD", "1"]
+        elif rest == ["FIRST"]:
+            rest = ["ABSOLUTE", "1"]
+        elif rest == ["LAST"]:
+            rest = ["ABSOLUTE", "-1"]
+        elif len(rest) == 1:
+            rest = ["FORWARD", rest[0]]
+        how, cnt = rest
+        rows = []
+        if how in ("FORWARD", "BACKWARD") and cnt == "0":
+            how, cnt = "RELATIVE", "0"
+        if how == "FORWARD":
+            k = n + 2 if cnt == "ALL" else int(cnt)
+            rows = list(range(pos + 1, min(pos + k, n) + 1))
+            pos = pos + k if len(rows) == k else n + 1
+        elif how == "BACKWARD":
+            k = n + 2 if cnt == "ALL" else int(cnt)
+            rows = list(range(pos - 1, max(pos - k, 1) - 1, -1)) if pos > 1 else []
+            rows = [r for r in rows if 1 <= r <= n]
+            pos = pos - k if len(rows) == k else 0
+        elif how == "ABSOLUTE":
+            k = int(cnt)
+            t = k if k >= 0 else n + 1 + k
+            if k == 0:
+                pos = 0
+            elif 1 <= t <= n:
+                rows, pos = [t], t
+            else:
+                pos = 0 if k < 0 else n + 1
+        elif how == "RELATIVE":
+            k = int(cnt)
+            if k == 0:
+                rows = [pos] if 1 <= pos <= n else []
+            else:
+                t = pos + k
+                if 1 <= t <= n:
+                    rows, pos = [t], t
+                else:
+                    pos = 0 if t < 1 else n + 1
+        out.append(rows)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=None, help="default: a fresh random seed (printed)")
+    ap.add_argument("--seconds", type=float, default=None, help="stop after this long (default 60 unless --queries)")
+    ap.add_argument("--queries", type=int, default=None, help="stop after this many queries")
+    ap.add_argument("--dsn", default="", help="libpq connection string (default: from PG* environment)")
+    ap.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"],
+                    help="gpusort.device for the GpuSort run")
+    ap.add_argument("--only", type=int, default=None, help="run only query number I of this seed")
+    ap.add_argument("--keep", action="store_true", help="keep the schema fuzz_<seed> at the end")
+    ap.add_argument("--small", action="store_true", help="smaller big table (CI)")
+    ap.add_argument("--statement-timeout", type=int, default=120, help="seconds per statement")
+    ap.add_argument("--verbose", action="store_true", help="print every query")
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 10 ** 9)
+    print("fuzz seed %d (rerun with --seed %d)" % (args.seed, args.seed))
+    sys.stdout.flush()
+    if args.seconds is None and args.queries is None and args.only is None:
+        args.seconds = 60
+    f = Fuzzer(args)
+    t_setup = f.create_schema()
+    print("schema %s: tables %s, set up in %.1fs" % (
+        f.schema.name, ", ".join("%s %d rows" % kv for kv in f.schema.sizes.items()), t_setup))
+    f.connect()
+    t0 = time.time()
+    i = 0
+    try:
+        if args.only is not None:
+            args.verbose = True
+            f.one(args.only)
+        else:
+            while True:
+                if args.queries is not None and i >= args.queries:
+                    break
+                if args.seconds is not None and time.time() - t0 >= args.seconds:
+                    break
+                f.one(i)
+                i += 1
+    finally:
+        if not args.keep:
+            try:
+                f.drop_schema()
+            except psycopg2.Error:
+                pass
+    el = time.time() - t0
+    total = f.passed + f.failed
+    print("fuzz seed %d: %d queries in %.0fs (%.0f/min), %d failed (GpuSort used in %d; "
+          "in %d of %d eligible with min_rows = 0; %d errored on both sides; %d cursors skipped, PostgreSQL's plan read rows inconsistently)" % (
+              args.seed, total, el, total * 60.0 / max(el, 1e-9), f.failed, f.used,
+              f.eligible_used, f.eligible, f.errors_both, f.inconsistent))
+    if f.unused:
+        print("eligible with min_rows = 0 but GpuSort not in the plan, by parallel mode: %s" % ", ".join(
+            "%s/%s %d" % (k[0], k[1], v) for k, v in sorted(f.unused.items())))
+    if f.failed_kinds:
+        print("failures by shape: %s" % ", ".join("%s %d" % kv for kv in f.failed_kinds.most_common()))
+    print("%d passed, %d failed" % (f.passed, f.failed))
+    sys.exit(1 if f.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
