@@ -35,6 +35,15 @@
 /* How many rows ahead emitting prefetches tuples. */
 #define PREFETCH_DISTANCE 16
 
+/*
+ * How deep in executor runs we are: 0 while the statement the client sent
+ * starts, 1 or more for a query run from inside another one (a function's,
+ * a Citus subplan or local task). Only the former may be approximated.
+ */
+static int	executor_depth = 0;
+static ExecutorRun_hook_type previous_executor_run = NULL;
+static ExecutorFinish_hook_type previous_executor_finish = NULL;
+
 static void begin_gpusort(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *exec_gpusort(CustomScanState *node);
 static void end_gpusort(CustomScanState *node);
@@ -109,9 +118,15 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	state->work_mem_bytes = (Size) work_mem * 1024;
 	state->position = -1;
-	/* decided now, not when the plan was made: a cached plan must not
-	 * approximate a query that did not opt in */
-	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0;
+	/*
+	 * Decided now, not when the plan was made: a cached plan must not
+	 * approximate a query that did not opt in. Only the statement the
+	 * client sent is approximated; a query run inside another (a function's,
+	 * or a subplan Citus runs before the outer query) feeds rows to a query
+	 * whose result the guarantee would have to be about.
+	 */
+	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0 &&
+		executor_depth == 0;
 	state->intervals = gpusort_approximate_intervals;
 	if (state->plan.bounded)
 	{
@@ -676,8 +691,49 @@ restore_gpusort(CustomScanState *node)
 		state->position = state->marked_position;
 }
 
+static void
+gpusort_executor_run(QueryDesc *query, ScanDirection direction, uint64 count,
+					 bool execute_once)
+{
+	executor_depth++;
+	PG_TRY();
+	{
+		if (previous_executor_run)
+			previous_executor_run(query, direction, count, execute_once);
+		else
+			standard_ExecutorRun(query, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		executor_depth--;
+	}
+	PG_END_TRY();
+}
+
+static void
+gpusort_executor_finish(QueryDesc *query)
+{
+	executor_depth++;
+	PG_TRY();
+	{
+		if (previous_executor_finish)
+			previous_executor_finish(query);
+		else
+			standard_ExecutorFinish(query);
+	}
+	PG_FINALLY();
+	{
+		executor_depth--;
+	}
+	PG_END_TRY();
+}
+
 void
 gpusort_executor_init(void)
 {
 	RegisterCustomScanMethods(&gpusort_scan_methods);
+	previous_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = gpusort_executor_run;
+	previous_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = gpusort_executor_finish;
 }
