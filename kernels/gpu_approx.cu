@@ -1174,8 +1174,8 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
  * ------------------------------------------------------------------------ */
 using namespace gs_gpu;
 
-extern "C" gpu_status
-gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
+static gpu_status
+approx_sort_entry(gpu_approx_job *request, gpu_timing *timing)
 {
 	const size_t n = request->n;
 	const unsigned kb = request->key_bytes;
@@ -1264,4 +1264,10 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 	}
 	job.report_timing(timing);
 	return job.finish();
+}
+
+extern "C" gpu_status
+gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
+{
+	return guard_entry("gpu_approx_sort", [&] { return approx_sort_entry(request, timing); });
 }

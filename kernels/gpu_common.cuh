@@ -20,6 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <exception>
+#include <new>
+
 #include "gpu_api.h"
 
 /* Propagates a non-OK status out of the calling function. */
@@ -46,6 +49,37 @@ gpu_status	status_of(cudaError_t error);
 
 /* Records "what: <CUDA's words>" and returns the status; GPU_OK for success. */
 gpu_status	cuda_failure(cudaError_t error, const char *what);
+
+/*
+ * Runs the body of an extern "C" entry point: nothing may unwind into C
+ * (a C++ exception there aborts the PostgreSQL backend), so whatever the
+ * host code throws (std::bad_alloc from a container, say) becomes
+ * GPU_FAILED with a message. Device memory is still given back: the Job's
+ * destructor runs as the exception leaves the body.
+ */
+gpu_status	entry_failed(const char *entry, const char *what);
+
+template <class Body>
+gpu_status
+guard_entry(const char *entry, Body body) noexcept
+{
+	try
+	{
+		return body();
+	}
+	catch (const std::bad_alloc &)
+	{
+		return entry_failed(entry, "out of host memory");
+	}
+	catch (const std::exception &exception)
+	{
+		return entry_failed(entry, exception.what());
+	}
+	catch (...)
+	{
+		return entry_failed(entry, "unexpected C++ exception");
+	}
+}
 
 /* ---- the device ---- */
 

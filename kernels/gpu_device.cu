@@ -71,6 +71,13 @@ status_of(cudaError_t error)
 }
 
 gpu_status
+entry_failed(const char *entry, const char *what)
+{
+	set_message("%s: %s", entry, what);
+	return GPU_FAILED;
+}
+
+gpu_status
 cuda_failure(cudaError_t error, const char *what)
 {
 	if (error == cudaSuccess)
@@ -529,8 +536,8 @@ Job::finish()
  * ------------------------------------------------------------------------ */
 using namespace gs_gpu;
 
-extern "C" gpu_status
-gpu_device_probe(gpu_device_info *info)
+static gpu_status
+device_probe(gpu_device_info *info)
 {
 	if (!probed)
 	{
@@ -551,14 +558,20 @@ gpu_device_probe(gpu_device_info *info)
 	return GPU_OK;
 }
 
+extern "C" gpu_status
+gpu_device_probe(gpu_device_info *info)
+{
+	return guard_entry("gpu_device_probe", [&] { return device_probe(info); });
+}
+
 extern "C" const char *
 gpu_last_error(void)
 {
 	return last_message();
 }
 
-extern "C" gpu_status
-gpu_host_alloc(size_t bytes, void **pointer)
+static gpu_status
+host_alloc(size_t bytes, void **pointer)
 {
 	char		need[32];
 	cudaError_t error;
@@ -579,6 +592,13 @@ gpu_host_alloc(size_t bytes, void **pointer)
 		return cuda_failure(error, "cudaHostAlloc");
 	}
 	return GPU_OK;
+}
+
+extern "C" gpu_status
+gpu_host_alloc(size_t bytes, void **pointer)
+{
+	*pointer = nullptr;
+	return guard_entry("gpu_host_alloc", [&] { return host_alloc(bytes, pointer); });
 }
 
 extern "C" void

@@ -196,9 +196,9 @@ minmax_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uint64_t
 
 using namespace gs_gpu;
 
-extern "C" gpu_status
-gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
-		   gpu_timing *timing)
+static gpu_status
+minmax_entry(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
+			 gpu_timing *timing)
 {
 	uint64_t	extremes[2] = {0, 0};
 	uint64_t   *device_keys = nullptr;
@@ -239,4 +239,12 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
 	}
 	job.report_timing(timing);
 	return job.finish();
+}
+
+extern "C" gpu_status
+gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
+		   gpu_timing *timing)
+{
+	return guard_entry("gpu_minmax",
+					   [&] { return minmax_entry(keys, n, min_key, max_key, timing); });
 }

@@ -398,8 +398,8 @@ sort_on_device(Job &job, gpu_sort_job *request)
 
 using namespace gs_gpu;
 
-extern "C" gpu_status
-gpu_sort(gpu_sort_job *request, gpu_timing *timing)
+static gpu_status
+sort_entry(gpu_sort_job *request, gpu_timing *timing)
 {
 	if (timing != nullptr)
 		memset(timing, 0, sizeof(*timing));
@@ -429,4 +429,10 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 	sort_on_device(job, request);
 	job.report_timing(timing);
 	return job.finish();
+}
+
+extern "C" gpu_status
+gpu_sort(gpu_sort_job *request, gpu_timing *timing)
+{
+	return guard_entry("gpu_sort", [&] { return sort_entry(request, timing); });
 }

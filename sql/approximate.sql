@@ -1,5 +1,10 @@
 -- Approximate ORDER BY (opt-in): rows in interval order over the key's
 -- observed [min, max]; within an interval, any order.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA approximate;  -- this file's tables and functions
+SET search_path = approximate, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
 SELECT setseed(0.5);  -- the same test data every run
 SET gpusort.gpu_min_elements = 0;
@@ -48,6 +53,8 @@ DECLARE
   nulls_ok boolean;
   boundary numeric;
   nulls bigint;
+  missing bigint;
+  extra bigint;
 BEGIN
   EXECUTE format('SELECT count(*) - count(%s) FROM %s', col, tab) INTO nulls;
   EXECUTE format('SELECT (max(%1$s) - min(%1$s) + 1)::numeric / %2$s, count(*) FROM %3$s', col, intervals, tab)
@@ -61,6 +68,11 @@ BEGIN
   CREATE TEMP TABLE approx_out AS SELECT row_number() OVER (ORDER BY ctid) AS pos, v FROM approx_raw;
   DROP TABLE approx_raw;
   SELECT count(*) INTO got FROM approx_out;
+  -- a permutation of the input (of a part of it, under a LIMIT)
+  EXECUTE format('SELECT count(*) FROM (SELECT v FROM approx_out EXCEPT ALL SELECT %1$s FROM %2$s) d',
+                 col, tab) INTO extra;
+  EXECUTE format('SELECT count(*) FROM (SELECT %1$s FROM %2$s EXCEPT ALL SELECT v FROM approx_out) d',
+                 col, tab) INTO missing;
   -- NULLs last ascending, first descending, as ORDER BY does
   SELECT coalesce(bool_and((v IS NULL) = CASE WHEN descending THEN pos <= n ELSE pos > got - n END), true)
     INTO nulls_ok FROM approx_out, (SELECT count(*) - count(v) AS n FROM approx_out) c;
@@ -79,8 +91,11 @@ BEGIN
       FROM approx_out WHERE v IS NOT NULL;
   END IF;
   DROP TABLE approx_out;
-  RETURN format('%s rows%s, nulls %s, inversions %s, past the boundary %s',
+  RETURN format('%s rows%s, %s, nulls %s, inversions %s, past the boundary %s',
                 got, CASE WHEN got = expected THEN '' ELSE ' (expected ' || expected || ')' END,
+                CASE WHEN extra > 0 THEN extra || ' rows not in the input'
+                     WHEN lim IS NULL AND missing > 0 THEN missing || ' input rows missing'
+                     WHEN lim IS NULL THEN 'a permutation' ELSE 'from the input' END,
                 CASE WHEN nulls_ok THEN 'placed' ELSE 'misplaced' END,
                 CASE WHEN worst < width THEN 'within a width' ELSE 'TOO WIDE' END,
                 CASE WHEN beyond < width THEN 'within a width' ELSE 'TOO FAR' END);
@@ -107,6 +122,8 @@ SET gpusort.approximate_intervals = 3;
 CREATE TABLE rough AS SELECT gauss FROM scores ORDER BY gauss;
 SELECT count(*) FILTER (WHERE v < prev) > 0 AS some_inversions
 FROM (SELECT gauss AS v, lag(gauss) OVER (ORDER BY ctid) AS prev FROM rough) s;
+SELECT NOT EXISTS (SELECT gauss FROM rough EXCEPT ALL SELECT gauss FROM scores)
+   AND NOT EXISTS (SELECT gauss FROM scores EXCEPT ALL SELECT gauss FROM rough) AS a_permutation;
 
 -- EXPLAIN ANALYZE gives the interval width
 SET gpusort.approximate_intervals = 1000;
@@ -115,7 +132,8 @@ CREATE TABLE fixed AS SELECT i AS k FROM generate_series(0, 9999) i;
 ANALYZE fixed;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM fixed ORDER BY k LIMIT 25;
 CREATE TABLE top25 AS SELECT k FROM fixed ORDER BY k LIMIT 25;
-SELECT count(*) AS rows, bool_and(k < 30) AS from_the_first_three_intervals FROM top25;
+SELECT count(*) AS rows, bool_and(k < 30) AS from_the_first_three_intervals,
+  count(DISTINCT k) = 25 AS distinct_input_rows FROM top25;
 
 -- and turning it off restores the exact order
 RESET gpusort.approximate_intervals;
@@ -126,3 +144,7 @@ RESET gpusort.explain_details;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;
 RESET work_mem;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA approximate CASCADE;
+RESET client_min_messages;

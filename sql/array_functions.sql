@@ -1,5 +1,11 @@
 -- gpu_sort_pairs(), gpu_approx_sort() and gpu_minmax().
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA array_functions;  -- this file's tables and functions
+SET search_path = array_functions, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
+\i sql/array_inputs.include
 SELECT setseed(0.5);  -- the same test data every run
 SET gpusort.gpu_min_elements = 0;
 
@@ -77,3 +83,7 @@ SELECT * FROM gpu_minmax('{}'::int4[]) empty, gpu_minmax(ARRAY[NULL]::int8[]) al
 SELECT bool_and((m.min, m.max) IS NOT DISTINCT FROM (SELECT (min(x), max(x)) FROM unnest(a) x)) AS minmax_ok
 FROM inputs, gpu_minmax(a) m;
 RESET gpusort.gpu_min_elements;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA array_functions CASCADE;
+RESET client_min_messages;

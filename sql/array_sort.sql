@@ -1,7 +1,13 @@
 -- gpu_sort() and gpu_argsort(): every algorithm, every size and
 -- distribution, both directions, compared element by element with
 -- PostgreSQL's own sort (which checks order and permutation at once).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA array_sort;  -- this file's tables and functions
+SET search_path = array_sort, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
+\i sql/array_inputs.include
 SELECT setseed(0.5);  -- the same test data every run
 SET gpusort.gpu_min_elements = 0;
 
@@ -67,3 +73,7 @@ RESET gpusort.device;
 SELECT bool_and(c.s IS NOT DISTINCT FROM gpu_sort(i.a, c.alg) AND c.p = gpu_argsort(i.a, c.alg, true)) AS same_everywhere
 FROM cpu_results c JOIN inputs i USING (n, dist);
 RESET gpusort.gpu_min_elements;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA array_sort CASCADE;
+RESET client_min_messages;

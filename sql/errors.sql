@@ -1,5 +1,10 @@
 -- Bad input gets a clear error with the right SQLSTATE, and the session
 -- stays usable.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA errors;  -- this file's tables and functions
+SET search_path = errors, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
 \set VERBOSITY default
 \set SHOW_CONTEXT never
@@ -58,3 +63,7 @@ RESET statement_timeout;
 SELECT array_agg(g) AS still_sorting FROM (SELECT g FROM generate_series(1, 5) g ORDER BY g DESC) s;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA errors CASCADE;
+RESET client_min_messages;

@@ -1,5 +1,10 @@
 -- ORDER BY through GpuSort, compared row by row with PostgreSQL's own sort
 -- (gpusort.enabled = off) using row_number().
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by;  -- this file's tables and functions
+SET search_path = order_by, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
 SELECT setseed(0.5);  -- the same test data every run
 SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
@@ -36,6 +41,9 @@ BEGIN
   END LOOP;
   EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
   SET LOCAL gpusort.enabled = off;
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
+  END LOOP;
   EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
   SET LOCAL gpusort.enabled = on;
   SELECT count(*) INTO total FROM pg_result;
@@ -186,3 +194,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k;
 RESET gpusort.enabled;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA order_by CASCADE;
+RESET client_min_messages;

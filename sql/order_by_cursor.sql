@@ -1,5 +1,10 @@
 -- SCROLL cursors over GpuSort: FETCH BACKWARD, ABSOLUTE, RELATIVE, and
 -- rewinding, compared with the same cursor over PostgreSQL's sort.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_cursor;  -- this file's tables and functions
+SET search_path = order_by_cursor, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
 SET gpusort.min_rows = 0;
 SET gpusort.gpu_min_elements = 0;
@@ -25,15 +30,25 @@ FETCH FORWARD 2 FROM cur;
 CLOSE cur;
 COMMIT;
 
--- the same walk with PostgreSQL's sort, compared position by position
+-- the same walk with PostgreSQL's sort, compared position by position.
+-- The cursor's query is planned anew on each call (OPEN ... FOR EXECUTE):
+-- a cached plan would make both walks use whichever sort came first.
 CREATE FUNCTION walk(use_gpusort boolean) RETURNS TABLE(step int, id int, k int) LANGUAGE plpgsql AS $$
 DECLARE
   cur refcursor := 'walker';
   r record;
   i int := 0;
+  plan text;
+  used boolean := false;
 BEGIN
   PERFORM set_config('gpusort.enabled', use_gpusort::text, true);
-  OPEN cur SCROLL FOR SELECT c.id, c.k FROM c ORDER BY c.k DESC, c.id;
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) SELECT c.id, c.k FROM c ORDER BY c.k DESC, c.id' LOOP
+    used := used OR plan LIKE '%GpuSort%';
+  END LOOP;
+  IF used <> use_gpusort THEN
+    RAISE EXCEPTION 'the walk with gpusort.enabled = % did not plan as expected', use_gpusort;
+  END IF;
+  OPEN cur SCROLL FOR EXECUTE 'SELECT c.id, c.k FROM c ORDER BY c.k DESC, c.id';
   FOR n IN 1..40 LOOP
     IF n % 3 = 0 THEN FETCH PRIOR FROM cur INTO r;
     ELSIF n % 7 = 0 THEN FETCH RELATIVE 5 FROM cur INTO r;
@@ -62,3 +77,7 @@ COMMIT;
 RESET work_mem;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA order_by_cursor CASCADE;
+RESET client_min_messages;

@@ -1,5 +1,10 @@
 -- What EXPLAIN shows for GpuSort. Machine-dependent details (device,
 -- memory, timings) are hidden so the output is the same everywhere.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_explain;  -- this file's tables and functions
+SET search_path = order_by_explain, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
 SET gpusort.min_rows = 0;
 SET gpusort.gpu_min_elements = 0;
@@ -49,3 +54,7 @@ SELECT explain_lines('SELECT * FROM e ORDER BY k') AS plan;
 RESET gpusort.explain_details;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA order_by_explain CASCADE;
+RESET client_min_messages;

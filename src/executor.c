@@ -109,7 +109,48 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	state->work_mem_bytes = (Size) work_mem * 1024;
 	state->position = -1;
+	/* decided now, not when the plan was made: a cached plan must not
+	 * approximate a query that did not opt in */
+	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0;
+	state->intervals = gpusort_approximate_intervals;
+	if (state->plan.bounded)
+	{
+		state->limit_count = ExecInitExpr(linitial(cscan->custom_exprs), &node->ss.ps);
+		state->limit_offset = ExecInitExpr(lsecond(cscan->custom_exprs), &node->ss.ps);
+	}
 	state->timed = (estate->es_instrument & INSTRUMENT_TIMER) != 0;
+}
+
+/*
+ * LIMIT count + OFFSET, evaluated as the Limit node above evaluates them
+ * when it starts (the same Params, in the same execution); 0, no bound,
+ * when the count is NULL, anything is negative (the Limit raises that
+ * error itself) or the sum is beyond what one sort can hold.
+ */
+static int64
+evaluate_bound(GpuSortState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	Datum		value;
+	bool		isnull;
+	int64		count;
+	int64		offset = 0;
+
+	if (state->limit_count == NULL)
+		return 0;
+	value = ExecEvalExprSwitchContext(state->limit_count, econtext, &isnull);
+	if (isnull)
+		return 0;
+	count = DatumGetInt64(value);
+	if (state->limit_offset != NULL)
+	{
+		value = ExecEvalExprSwitchContext(state->limit_offset, econtext, &isnull);
+		if (!isnull)
+			offset = DatumGetInt64(value);
+	}
+	if (count <= 0 || offset < 0 || count > PG_INT32_MAX || offset > PG_INT32_MAX - count)
+		return 0;
+	return count + offset;
 }
 
 /* ---- the gathered rows ---- */
@@ -298,7 +339,7 @@ sort_rows(GpuSortState *state, size_t limit, gs_algorithm algorithm)
 										  Max(state->ntuples, 1) * sizeof(uint32_t));
 	gpusort_request_init(&settings);
 	settings.algorithm = algorithm;
-	settings.intervals = (uint32_t) Max(state->plan.intervals, 1);
+	settings.intervals = (uint32_t) Max(state->intervals, 1);
 	settings.limit = limit;
 	/* intervals over the whole input's range, also when a bounded sort kept
 	 * only some of its rows */
@@ -334,7 +375,7 @@ sort_rows(GpuSortState *state, size_t limit, gs_algorithm algorithm)
 static void
 prune_rows(GpuSortState *state)
 {
-	size_t		keep = Min(state->ntuples, (size_t) state->plan.bound);
+	size_t		keep = Min(state->ntuples, (size_t) state->bound);
 	MemoryContext old_context;
 	MinimalTuple *old_tuples;
 	uint64_t   *old_keys[GS_MAX_KEY_COLUMNS];
@@ -373,7 +414,7 @@ prune_rows(GpuSortState *state)
 	MemoryContextDelete(old_context);
 	state->order = NULL;
 	state->ntuples = keep;
-	state->have_threshold = keep == (size_t) state->plan.bound;
+	state->have_threshold = keep == (size_t) state->bound;
 	state->pruned++;
 }
 
@@ -394,8 +435,8 @@ hand_over_to_tuplesort(GpuSortState *state)
 											nulls_first, work_mem, NULL,
 											state->random_access ?
 											TUPLESORT_RANDOMACCESS : TUPLESORT_NONE);
-	if (state->plan.bound > 0)
-		tuplesort_set_bound(state->tuplesort, state->plan.bound);
+	if (state->bound > 0)
+		tuplesort_set_bound(state->tuplesort, state->bound);
 	for (size_t i = 0; i < state->ntuples; i++)
 	{
 		ExecStoreMinimalTuple(state->tuples[i], slot, false);
@@ -412,15 +453,19 @@ static void
 gather_and_sort(GpuSortState *state)
 {
 	PlanState  *child = child_of(state);
-	bool		bounded = state->plan.bound > 0;
-	bool		approximate = state->plan.algorithm == GS_ALGO_APPROX;
-	size_t		prune_at = bounded ? Max((size_t) state->plan.bound * 2, MIN_PRUNE_ROWS) : 0;
+	bool		bounded;
+	bool		approximate = state->approximate;
+	size_t		prune_at;
 	instr_time	start,
 				duration;
 	uint64_t	keys[GS_MAX_KEY_COLUMNS];
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 
 	INSTR_TIME_SET_CURRENT(start);
+	state->bound = evaluate_bound(state);
+	state->bound_known = true;
+	bounded = state->bound > 0;
+	prune_at = bounded ? Max((size_t) state->bound * 2, MIN_PRUNE_ROWS) : 0;
 	start_rows(state);
 	state->rows_read = 0;
 	for (;;)
@@ -464,7 +509,7 @@ gather_and_sort(GpuSortState *state)
 			prune_rows(state);
 		if (state->memory_used > state->work_mem_bytes)
 		{
-			if (bounded && state->ntuples > (size_t) state->plan.bound)
+			if (bounded && state->ntuples > (size_t) state->bound)
 				prune_rows(state);
 			if (state->memory_used > state->work_mem_bytes)
 				hand_over_to_tuplesort(state);
@@ -481,12 +526,12 @@ gather_and_sort(GpuSortState *state)
 	}
 	state->peak_memory = Max(state->peak_memory, state->memory_used);
 	state->rows_sorted = state->ntuples;
-	sort_rows(state, bounded ? (size_t) state->plan.bound : 0,
-			  (gs_algorithm) state->plan.algorithm);
+	sort_rows(state, bounded ? (size_t) state->bound : 0,
+			  approximate ? GS_ALGO_APPROX : (gs_algorithm) state->plan.algorithm);
 	if (approximate)
 		state->noutputs = state->report.valid_outputs;
 	else if (bounded)
-		state->noutputs = Min(state->ntuples, (size_t) state->plan.bound);
+		state->noutputs = Min(state->ntuples, (size_t) state->bound);
 	else
 		state->noutputs = state->ntuples;
 
@@ -587,7 +632,9 @@ rescan_gpusort(CustomScanState *node)
 	if (!state->sort_done)
 		return;					/* the child is read from the start anyway */
 
-	if (child->chgParam != NULL || (state->handed_over && !state->random_access))
+	/* new parameters below, or in the LIMIT that bounded what was kept */
+	if (child->chgParam != NULL || (state->plan.bounded && node->ss.ps.chgParam != NULL) ||
+		(state->handed_over && !state->random_access))
 	{
 		/* new input: sort again from scratch */
 		if (state->tuplesort != NULL)

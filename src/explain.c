@@ -2,7 +2,9 @@
  * explain.c — what EXPLAIN shows for a GpuSort node.
  *
  * Always: the sort keys (as PostgreSQL's Sort shows them), the algorithm,
- * the bound under LIMIT, and for the approximate sort its intervals. Under
+ * the bound under LIMIT (a number once known, else the LIMIT's
+ * expressions), and for the approximate sort its intervals (as the opt-in
+ * stands when the node starts, which is what it will run). Under
  * ANALYZE: rows sorted, the interval width, whether the input outgrew
  * work_mem and went to PostgreSQL's tuplesort; and, unless
  * gpusort.explain_details is off, the machine-dependent parts: where it ran
@@ -21,11 +23,9 @@
 #include "gpusort_executor.h"
 
 static void
-explain_sort_keys(GpuSortState *state, List *ancestors, ExplainState *es)
+explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 {
 	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
-	List	   *context = set_deparse_context_plan(es->deparse_cxt,
-												   (Plan *) cscan, ancestors);
 	bool		use_prefix = list_length(es->rtable) > 1 || es->verbose;
 	List	   *keys = NIL;
 
@@ -93,9 +93,9 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	}
 
 	ExplainPropertyInteger("Rows Sorted", NULL, (int64) state->rows_sorted, es);
-	if (state->plan.bound > 0)
+	if (state->bound > 0)
 		ExplainPropertyInteger("Rows Read", NULL, state->rows_read, es);
-	if (state->plan.algorithm == GS_ALGO_APPROX)
+	if (state->approximate)
 	{
 		ExplainPropertyFloat("Interval Width", NULL,
 							 gs_interval_width(&state->interval_map), 1, es);
@@ -136,21 +136,61 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	}
 }
 
+/*
+ * The bound: LIMIT + OFFSET as evaluated once the node has run, or as the
+ * plan's constants; otherwise (a parameter, a stable function) the LIMIT's
+ * expressions, evaluated only when the node runs.
+ */
+static void
+explain_bound(GpuSortState *state, List *context, ExplainState *es)
+{
+	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
+	Node	   *count = linitial(cscan->custom_exprs);
+	Node	   *offset = lsecond(cscan->custom_exprs);
+
+	if (state->bound_known)
+	{
+		if (state->bound > 0)
+			ExplainPropertyInteger("Bound", NULL, state->bound, es);
+		return;
+	}
+	if (IsA(count, Const) && (offset == NULL || IsA(offset, Const)))
+	{
+		Const	   *count_value = (Const *) count;
+		Const	   *offset_value = (Const *) offset;
+		int64		bound = DatumGetInt64(count_value->constvalue);
+
+		if (offset_value != NULL && !offset_value->constisnull)
+			bound += DatumGetInt64(offset_value->constvalue);
+		ExplainPropertyInteger("Bound", NULL, bound, es);
+		return;
+	}
+	if (offset == NULL)
+		ExplainPropertyText("Bound", deparse_expression(count, context, false, false), es);
+	else
+		ExplainPropertyText("Bound",
+							psprintf("%s + %s", deparse_expression(count, context, false, false),
+									 deparse_expression(offset, context, false, false)),
+							es);
+}
+
 void
 gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	GpuSortState *state = (GpuSortState *) node;
+	List	   *context = set_deparse_context_plan(es->deparse_cxt,
+												   node->ss.ps.plan, ancestors);
 
-	explain_sort_keys(state, ancestors, es);
-	if (state->plan.algorithm == GS_ALGO_APPROX)
+	explain_sort_keys(state, context, es);
+	if (state->approximate)
 	{
 		ExplainPropertyText("Algorithm", "approximate (interval sort)", es);
-		ExplainPropertyInteger("Intervals", NULL, state->plan.intervals, es);
+		ExplainPropertyInteger("Intervals", NULL, state->intervals, es);
 	}
 	else
 		ExplainPropertyText("Algorithm", gs_algorithm_name(state->plan.algorithm), es);
-	if (state->plan.bound > 0)
-		ExplainPropertyInteger("Bound", NULL, state->plan.bound, es);
+	if (state->plan.bounded)
+		explain_bound(state, context, es);
 	if (es->analyze && state->sort_done)
 		explain_analyze(state, es);
 }

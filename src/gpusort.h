@@ -54,6 +54,11 @@ extern Node *gpusort_create_scan_state(CustomScan *cscan);
 /*
  * What the planner hands the executor, in CustomScan.custom_private (a List
  * of Integers; gpusort_plan_info_to_list / _from_list convert).
+ *
+ * Nothing here may depend on what can change while a plan is cached: the
+ * LIMIT is evaluated when the node runs (a generic plan's $1, a stable
+ * function), and whether the sort is approximate follows the opt-in as it
+ * stands when the node starts.
  */
 typedef struct GpuSortPlanInfo
 {
@@ -64,9 +69,13 @@ typedef struct GpuSortPlanInfo
 	Oid			collation[GS_MAX_KEY_COLUMNS];
 	bool		descending[GS_MAX_KEY_COLUMNS];
 	bool		nulls_first[GS_MAX_KEY_COLUMNS];
-	int			algorithm;		/* gs_algorithm */
-	int			intervals;		/* approximate sort: number of intervals */
-	int64		bound;			/* LIMIT + OFFSET, or 0 for none */
+	int			algorithm;		/* the exact algorithm (a gs_algorithm, not
+								 * approx) */
+	bool		approx_eligible;	/* the top-level query's one integer key:
+									 * the approximate opt-in applies when it
+									 * is on as the node starts */
+	bool		bounded;		/* custom_exprs hold the LIMIT count and the
+								 * OFFSET, evaluated when the node first runs */
 } GpuSortPlanInfo;
 
 extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);

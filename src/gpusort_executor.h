@@ -16,6 +16,12 @@ typedef struct GpuSortState
 	GpuSortPlanInfo plan;
 	const GpuSortType *key_types[GS_MAX_KEY_COLUMNS];
 	bool		random_access;	/* rewind, backward or mark/restore needed */
+	bool		approximate;	/* the approximate opt-in was on at the start */
+	int			intervals;		/* ... with this many intervals */
+	ExprState  *limit_count;	/* the LIMIT above, when it bounds this sort */
+	ExprState  *limit_offset;	/* its OFFSET, or NULL */
+	int64		bound;			/* LIMIT + OFFSET as evaluated, 0 for none */
+	bool		bound_known;	/* evaluated (the node has run) */
 	bool		timed;			/* EXPLAIN ANALYZE with timing */
 	Size		work_mem_bytes;
 

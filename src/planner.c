@@ -8,10 +8,23 @@
  * where it should beat PostgreSQL's Sort. Everything else (text keys,
  * ORDER BY ... USING, volatile keys) is left alone.
  *
- * A constant LIMIT/OFFSET (root->limit_tuples) becomes the node's bound: it
- * keeps only the best rows while gathering. The opt-in approximate sort
- * (gpusort.approximate_intervals) applies only to the top-level query's
- * ORDER BY on one integer key, whose order goes straight to the client.
+ * Under a LIMIT the node keeps only the best LIMIT + OFFSET rows while
+ * gathering. The bound is never baked into the plan: the LIMIT and OFFSET
+ * expressions ride along in custom_exprs and are evaluated when the node
+ * first runs (a generic plan's $1, current_setting()), as PostgreSQL's own
+ * Limit does for its Sort. There is no bound where rows between the Limit
+ * and the sort may be dropped or multiplied (FOR UPDATE ... SKIP LOCKED,
+ * set-returning functions in the target list) or where the Limit needs
+ * more than its count (FETCH FIRST ... WITH TIES).
+ *
+ * The opt-in approximate sort (gpusort.approximate_intervals) applies only
+ * to the top-level query's ORDER BY on one integer key, whose order goes
+ * straight to the client. The plan only says whether the query could be
+ * approximated; the executor decides from the setting as it is then, so a
+ * cached plan never approximates a query that did not opt in.
+ *
+ * With gpusort.min_rows = 0 or the approximate opt-in, GpuSort replaces
+ * every path that sorts, Gather Merge over a partial Sort included.
  */
 #include "gpusort.h"
 
@@ -70,8 +83,8 @@ gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
 		list = lappend(list, makeInteger(info->nulls_first[k]));
 	}
 	list = lappend(list, makeInteger(info->algorithm));
-	list = lappend(list, makeInteger(info->intervals));
-	list = lappend(list, makeInteger((int) info->bound));
+	list = lappend(list, makeInteger(info->approx_eligible));
+	list = lappend(list, makeInteger(info->bounded));
 	return list;
 }
 
@@ -93,8 +106,8 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 		info->nulls_first[k] = NEXT_INT() != 0;
 	}
 	info->algorithm = NEXT_INT();
-	info->intervals = NEXT_INT();
-	info->bound = NEXT_INT();
+	info->approx_eligible = NEXT_INT() != 0;
+	info->bounded = NEXT_INT() != 0;
 #undef NEXT_INT
 }
 
@@ -168,12 +181,15 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, GpuSortPlanInfo *info,
 	return info->nkeys > 0;
 }
 
-/* Only the top-level SELECT's ORDER BY goes straight to the client. */
+/*
+ * Could this sort be approximate? Only the top-level SELECT's ORDER BY goes
+ * straight to the client; whether it is approximated is decided when the
+ * node runs (gpusort.approximate_intervals at that time).
+ */
 static bool
-approximation_allowed(PlannerInfo *root, const GpuSortPlanInfo *info)
+approximation_eligible(PlannerInfo *root, const GpuSortPlanInfo *info)
 {
-	return gpusort_approximate_intervals > 0 &&
-		root->parent_root == NULL &&
+	return root->parent_root == NULL &&
 		root->query_level == 1 &&
 		root->parse->commandType == CMD_SELECT &&
 		root->parse->rowMarks == NIL &&
@@ -220,12 +236,18 @@ has_setop_output_var(Node *node, void *context)
 	return expression_tree_walker(node, has_setop_output_var, context);
 }
 
-/* Is this ordered path one that sorts (as opposed to presorted input)? */
+/*
+ * Is this ordered path one that sorts (as opposed to presorted input)? A
+ * Gather Merge over partial paths that sort counts too: PostgreSQL builds it
+ * for the ordered rel before this hook runs.
+ */
 static bool
 path_sorts(Path *path)
 {
 	if (IsA(path, ProjectionPath))
-		path = ((ProjectionPath *) path)->subpath;
+		return path_sorts(((ProjectionPath *) path)->subpath);
+	if (IsA(path, GatherMergePath))
+		return path_sorts(((GatherMergePath *) path)->subpath);
 	return IsA(path, SortPath) || IsA(path, IncrementalSortPath);
 }
 
@@ -248,12 +270,40 @@ remove_sorting_paths(RelOptInfo *rel)
 	rel->cheapest_startup_path = NULL;
 }
 
+/*
+ * The LIMIT count and OFFSET (NULL when absent) that may bound this sort,
+ * or NIL where a bound would lose rows: FETCH FIRST ... WITH TIES (the
+ * Limit reads past its count), row locks (LockRows between the Limit and
+ * the sort may skip locked rows), set-returning functions in the target
+ * list (a ProjectSet between them turns a row into any number of rows),
+ * and volatile limit expressions (the node's value could differ from the
+ * Limit's). LIMIT ALL and LIMIT NULL bound nothing.
+ */
+static List *
+limit_expressions(PlannerInfo *root)
+{
+	Query	   *parse = root->parse;
+	Node	   *count = parse->limitCount;
+
+	if (count == NULL || parse->limitOption != LIMIT_OPTION_COUNT)
+		return NIL;
+	if (parse->rowMarks != NIL || root->rowMarks != NIL || parse->hasTargetSRFs)
+		return NIL;
+	if (IsA(count, Const) && ((Const *) count)->constisnull)
+		return NIL;
+	if (contain_volatile_functions(count) ||
+		contain_volatile_functions(parse->limitOffset))
+		return NIL;
+	return list_make2(copyObject(count), copyObject(parse->limitOffset));
+}
+
 static void
 add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
 {
 	Path	   *input = input_rel->cheapest_total_path;
 	GpuSortPlanInfo info;
 	List	   *key_exprs;
+	List	   *limit_exprs;
 	CustomPath *path;
 	Path	   *result;
 	PathTarget *final_target;
@@ -266,14 +316,14 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		return;
 	if (!analyze_sort_keys(root, input->pathtarget, &info, &key_exprs))
 		return;
+	info.approx_eligible = approximation_eligible(root, &info);
 	/* the approximate opt-in applies at any size */
-	approximate = approximation_allowed(root, &info);
+	approximate = info.approx_eligible && gpusort_approximate_intervals > 0;
 	if (!approximate && input->rows < gpusort_min_rows)
 		return;
-	info.algorithm = approximate ? GS_ALGO_APPROX : gpusort_algorithm;
-	info.intervals = approximate ? gpusort_approximate_intervals : 0;
-	if (root->limit_tuples > 0 && root->limit_tuples < PG_INT32_MAX)
-		info.bound = (int64) root->limit_tuples;
+	info.algorithm = gpusort_algorithm;
+	limit_exprs = limit_expressions(root);
+	info.bounded = limit_exprs != NIL;
 
 	path = makeNode(CustomPath);
 	path->path.pathtype = T_CustomScan;
@@ -288,7 +338,8 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	path->path.pathkeys = root->sort_pathkeys;
 	path->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN | CUSTOMPATH_SUPPORT_MARK_RESTORE;
 	path->custom_paths = list_make1(input);
-	path->custom_private = list_make2(gpusort_plan_info_to_list(&info), key_exprs);
+	path->custom_private = list_make3(gpusort_plan_info_to_list(&info), key_exprs,
+									  limit_exprs);
 	path->methods = &gpusort_path_methods;
 	cost_gpusort(path, input, gpu_expected());
 
@@ -353,7 +404,8 @@ plan_gpusort_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
-	cscan->custom_exprs = NIL;
+	/* the LIMIT count and OFFSET, or NIL: setrefs fixes their Params */
+	cscan->custom_exprs = lthird(best_path->custom_private);
 	cscan->custom_private = gpusort_plan_info_to_list(&info);
 	cscan->custom_scan_tlist = copyObject(child->targetlist);
 	cscan->custom_relids = NULL;

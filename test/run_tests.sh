@@ -2,11 +2,18 @@
 # Runs every test that needs no GPU and ends with one line "N passed, M failed":
 #   test/run_tests.sh
 # 1. the engine's unit tests (plain C, no PostgreSQL);
-# 2. the pg_regress suite (make installcheck) against a throwaway
-#    PostgreSQL 15 server started here and stopped afterwards.
+# 2. the pg_regress and isolation suites (make installcheck) against a
+#    throwaway PostgreSQL server started here with PostgreSQL's default
+#    settings (parallel query on, work_mem 4MB) and gpusort preloaded; a
+#    test that needs a plan shape sets what it needs itself;
+# 3. the differential fuzzer (test/fuzz/), a bounded time with a fixed seed
+#    and a fresh one (GPUSORT_FUZZ_SECONDS per seed, 0 skips it);
+# 4. the server log: a backend "terminated by signal" is a failure.
 # It expects gpusort built and installed (test/setup.sh). N counts every
-# unit-test check and every regress test. Extra server options can be passed
-# in GPUSORT_TEST_OPTIONS (e.g. "-c gpusort.device=gpu" on a GPU machine).
+# unit-test check, every regress and isolation test, every fuzzed query and
+# the log check. Extra server options can be passed in GPUSORT_TEST_OPTIONS
+# (e.g. "-c gpusort.device=gpu" on a GPU machine); the server runs as
+# GPUSORT_TEST_USER (default postgres) when this script runs as root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -16,31 +23,36 @@ export PATH="/usr/local/cuda/bin:$PATH"
 
 passed=0
 failed=0
+# adds the counts of the last "N passed, M failed" line of a log
+count_from() {
+  local line
+  line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$1" | tail -n 1)
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
+    failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
+  else
+    echo "$2 did not run to the end"
+    failed=$((failed + 1))
+  fi
+}
 
 # ---- 1. unit tests ----
 echo "== engine unit tests"
-if make -s unittest PG_CONFIG="$pg_config" > /tmp/gpusort-unit.log 2>&1; then :; fi
-cat /tmp/gpusort-unit.log | grep -v "^$" | tail -n 20
-line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" /tmp/gpusort-unit.log | tail -n 1)
-if [ -n "$line" ]; then
-  passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
-  failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
-else
-  echo "unit tests did not run to the end"
-  failed=$((failed + 1))
-fi
+make -s unittest PG_CONFIG="$pg_config" > /tmp/gpusort-unit.log 2>&1
+grep -v "^$" /tmp/gpusort-unit.log | tail -n 20
+count_from /tmp/gpusort-unit.log "unit tests"
 
 # ---- 2. pg_regress against a throwaway server ----
-echo "== pg_regress"
+echo "== pg_regress and isolation tests (server with default settings)"
 workdir=$(mktemp -d /tmp/gpusort-test.XXXXXX)
 port=${GPUSORT_TEST_PORT:-54329}
 run_as=""
 dbuser=$(id -un)
 if [ "$(id -u)" -eq 0 ]; then
   # the server refuses to run as root
-  run_as="runuser -u postgres --"
-  dbuser=postgres
-  chown postgres "$workdir"
+  dbuser=${GPUSORT_TEST_USER:-postgres}
+  run_as="runuser -u $dbuser --"
+  chown "$dbuser" "$workdir"
 fi
 cleanup() {
   $run_as "$bindir/pg_ctl" -D "$workdir/data" -m immediate stop >/dev/null 2>&1
@@ -50,12 +62,13 @@ trap cleanup EXIT
 
 $run_as "$bindir/initdb" -D "$workdir/data" -A trust -U "$dbuser" >"$workdir/initdb.log" 2>&1 \
   || { cat "$workdir/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
+# Only what a test server needs: its socket, and gpusort loaded by the
+# postmaster as in production (it must not touch CUDA there). Everything
+# else keeps PostgreSQL's defaults.
 cat >> "$workdir/data/postgresql.conf" <<CONF
 listen_addresses = ''
 unix_socket_directories = '$workdir'
 port = $port
-max_parallel_workers_per_gather = 0
-# loaded by the postmaster, as in production: it must not touch CUDA there
 shared_preload_libraries = 'gpusort'
 CONF
 $run_as "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" -w \
@@ -64,7 +77,7 @@ $run_as "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" -w \
 
 export PGHOST="$workdir" PGPORT="$port" PGUSER="$dbuser"
 make -s installcheck PG_CONFIG="$pg_config" > "$workdir/regress.log" 2>&1
-cat "$workdir/regress.log" | grep -E "^(ok|not ok|test |     |#|\S+ +\.\.\. )|tests|failed" | tail -n 40
+grep -E "^(ok|not ok|test |     |#|\S+ +\.\.\. )|tests|failed" "$workdir/regress.log" | tail -n 40
 total=$(grep -cE "^(ok|not ok) |^test .*\.\.\. |^     [a-z_]+ +\.\.\. " "$workdir/regress.log")
 bad=$(grep -cE "^not ok |\.\.\. FAILED|\.\.\. failed" "$workdir/regress.log")
 if [ "$total" -eq 0 ]; then
@@ -72,11 +85,32 @@ if [ "$total" -eq 0 ]; then
   bad=1
   total=1
 fi
-if [ "$bad" -gt 0 ] && [ -f regression.diffs ]; then
-  head -n 200 regression.diffs
+if [ "$bad" -gt 0 ]; then
+  for diffs in regression.diffs output_iso/regression.diffs; do
+    [ -f "$diffs" ] && head -n 200 "$diffs"
+  done
 fi
 passed=$((passed + total - bad))
 failed=$((failed + bad))
+
+# ---- 3. the differential fuzzer ----
+if [ -x test/fuzz/run_fuzz.sh ] && [ "${GPUSORT_FUZZ_SECONDS:-90}" != 0 ]; then
+  echo "== differential fuzzer (GpuSort against PostgreSQL's sort)"
+  test/fuzz/run_fuzz.sh > "$workdir/fuzz.log" 2>&1
+  grep -vE "^ *$" "$workdir/fuzz.log" | tail -n 30
+  count_from "$workdir/fuzz.log" "the fuzzer"
+fi
+
+# ---- 4. the server log ----
+echo "== server log"
+if grep -n "terminated by signal" "$workdir/server.log"; then
+  echo "a server process died (above): failed"
+  failed=$((failed + 1))
+else
+  echo "no process terminated by a signal"
+  passed=$((passed + 1))
+fi
+[ -n "${GPUSORT_TEST_LOG_COPY:-}" ] && cp "$workdir/server.log" "$GPUSORT_TEST_LOG_COPY"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,8 +9,10 @@
 #   1. the engine unit tests, on the CPU and again driving the GPU;
 #   2. test/gpu/check_gpu: every GPU algorithm against the CPU engine on
 #      random inputs up to 2^26 elements;
-#   3. the pg_regress suite with gpusort.device = gpu (so every sort in it
-#      runs on the GPU or fails);
+#   3. test/run_tests.sh with gpusort.device = gpu (so every sort in it
+#      runs on the GPU or fails): the regress and isolation suites and the
+#      differential fuzzer on a server with PostgreSQL's default settings,
+#      failing if a server process was terminated by a signal;
 #   4. kernels: the kernel benchmark against CUB (bench/bench_kernels, up
 #      to 2^26) and its plots (bench/plot.py);
 #   approx (not in all): the approximate sort and its variants against
@@ -69,13 +71,16 @@ make test/gpu/check_gpu PG_CONFIG="$PG_CONFIG" >> "$out/build.log" 2>&1
 test/gpu/check_gpu > "$out/check_gpu.log" 2>&1; tail -n 15 "$out/check_gpu.log"
 record "check_gpu" "$(tail -n 1 "$out/check_gpu.log")"
 
-step "pg_regress with gpusort.device = gpu"
-regress="PATH=$PATH PGOPTIONS='-c gpusort.device=gpu' make installcheck PG_CONFIG=$PG_CONFIG"
-if [ -n "$run_as" ]; then su "$run_as" -c "$regress" > "$out/regress.log" 2>&1
-else bash -c "$regress" > "$out/regress.log" 2>&1; fi
-grep -E "^test |tests" "$out/regress.log"
+step "test/run_tests.sh with gpusort.device = gpu: regress, isolation, fuzzer, server log"
+# its own throwaway server with PostgreSQL's default settings (parallel
+# query on), every session on the GPU; the fuzzer runs GPUSORT_FUZZ_SECONDS
+# per seed
+GPUSORT_TEST_USER=${run_as:-postgres} GPUSORT_TEST_OPTIONS="-c gpusort.device=gpu" \
+  GPUSORT_FUZZ_DEVICE=gpu GPUSORT_TEST_LOG_COPY="$out/server.log" PG_CONFIG="$PG_CONFIG" \
+  test/run_tests.sh > "$out/run_tests.log" 2>&1
+grep -E "^(test |==|fuzz|[0-9]+ passed)|tests|terminated by signal" "$out/run_tests.log"
 [ -f regression.diffs ] && cp regression.diffs "$out/"
-record "regress (device=gpu)" "$(grep -E 'tests (passed|failed)' "$out/regress.log" | tr -s ' ')"
+record "run_tests.sh (device=gpu)" "$(tail -n 1 "$out/run_tests.log")"
 
 fi
 
@@ -117,6 +122,16 @@ if want sql; then
   if [ -n "$run_as" ]; then chown -R "$run_as" "$out"; fi
   bench/sql_bench.sh "$out" ${GPUSORT_BENCH_ROWS:-1000000 10000000} > "$out/sql_bench.log" 2>&1
   tail -n 22 "$out/sql_bench.log"
+fi
+
+if [ -f /tmp/gpusort-pg.log ]; then
+  # the benchmark server's log: no process may have died
+  if grep -q "terminated by signal" /tmp/gpusort-pg.log; then
+    grep "terminated by signal" /tmp/gpusort-pg.log
+    record "benchmark server log" "a process terminated by a signal: FAILED"
+  else
+    record "benchmark server log" "clean"
+  fi
 fi
 
 step "summary"

@@ -1,0 +1,179 @@
+-- LIMIT forms over GpuSort, cached plans and parallel query: the bound and
+-- the approximate opt-in are decided when the node runs, never baked into a
+-- plan, and every LIMIT form gives PostgreSQL's rows. Each query is
+-- compared with PostgreSQL's own sort (gpusort.enabled = off), planned anew.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_limits;  -- this file's tables and functions
+SET search_path = order_by_limits, public;
+LOAD 'gpusort';  -- the planner hook needs the module in this session
+SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
+SET gpusort.gpu_min_elements = 0;
+SET gpusort.explain_details = off;
+
+-- ten rows for each value of thousand, as in PostgreSQL's onek
+CREATE TABLE tk AS SELECT i AS unique1, i % 1000 AS thousand, (i * 7919) % 10007 AS k
+FROM generate_series(0, 9999) i;
+ANALYZE tk;
+
+-- rows(query): the query's rows as text, in order, run with GpuSort
+-- (which it must use) and with PostgreSQL's sort; 'same' or what differs.
+CREATE FUNCTION both_ways(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  plan text;
+  used boolean := false;
+  gpu text[];
+  pg text[];
+BEGIN
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    used := used OR plan LIKE '%GpuSort%';
+  END LOOP;
+  EXECUTE format('SELECT array(SELECT q::text FROM (%s) q)', query) INTO gpu;
+  SET LOCAL gpusort.enabled = off;
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
+  END LOOP;
+  EXECUTE format('SELECT array(SELECT q::text FROM (%s) q)', query) INTO pg;
+  SET LOCAL gpusort.enabled = on;
+  RETURN CASE WHEN NOT used THEN 'GpuSort not used'
+              WHEN gpu IS DISTINCT FROM pg THEN format('differ: %s rows against %s: %s / %s',
+                   cardinality(gpu), cardinality(pg), gpu[1:12], pg[1:12])
+              ELSE 'same ' || cardinality(pg) || ' rows' END;
+END $$;
+
+-- FETCH FIRST ... WITH TIES: the Limit reads past its count, so the sort
+-- below it must not be bounded by the count (PostgreSQL's limit test)
+EXPLAIN (COSTS OFF)
+SELECT thousand FROM tk WHERE thousand < 5 ORDER BY thousand FETCH FIRST 2 ROWS WITH TIES;
+SELECT thousand FROM tk WHERE thousand < 5 ORDER BY thousand FETCH FIRST 2 ROWS WITH TIES;
+SELECT q, both_ways(q) FROM (VALUES
+  ('SELECT thousand FROM tk WHERE thousand < 5 ORDER BY thousand FETCH FIRST 2 ROWS WITH TIES'),
+  ('SELECT thousand FROM tk ORDER BY thousand DESC FETCH FIRST 11 ROWS WITH TIES'),
+  ('SELECT thousand FROM tk ORDER BY thousand OFFSET 15 ROWS FETCH FIRST 3 ROWS WITH TIES'),
+  ('SELECT thousand, unique1 FROM tk ORDER BY thousand, unique1 FETCH FIRST 4 ROWS WITH TIES')
+) v(q);
+
+-- every other LIMIT form
+SELECT q, both_ways(q) FROM (VALUES
+  ('SELECT k FROM tk ORDER BY k LIMIT 7'),
+  ('SELECT k FROM tk ORDER BY k LIMIT 5 OFFSET 9990'),
+  ('SELECT k FROM tk ORDER BY k OFFSET 9995'),
+  ('SELECT k FROM tk ORDER BY k DESC LIMIT ALL OFFSET 9996'),
+  ('SELECT k FROM tk ORDER BY k LIMIT NULL OFFSET 9997'),
+  ('SELECT k FROM tk ORDER BY k LIMIT 3 OFFSET NULL'),
+  ('SELECT k FROM tk ORDER BY k LIMIT (SELECT 4)'),
+  ('SELECT k FROM tk ORDER BY k LIMIT 2 + 1 OFFSET (SELECT 10)'),
+  ('SELECT k FROM tk ORDER BY k FETCH FIRST 6 ROWS ONLY'),
+  ('SELECT k FROM tk ORDER BY k LIMIT 0')
+) v(q);
+-- a volatile LIMIT is evaluated once, by the Limit: no bound below it
+EXPLAIN (COSTS OFF) SELECT k FROM tk ORDER BY k LIMIT (random() * 0 + 3)::int;
+SELECT both_ways('SELECT k FROM tk ORDER BY k LIMIT (random() * 0 + 3)::int') AS volatile_limit;
+-- a set-returning function in the target list runs between the sort and
+-- the Limit and turns one row into any number: no bound
+SELECT both_ways('SELECT generate_series(1, k % 3) AS g, k FROM tk ORDER BY k LIMIT 5') AS srf_limit;
+SELECT both_ways('SELECT unnest(ARRAY[]::int[]) AS none, k FROM tk ORDER BY k LIMIT 5') AS srf_empty;
+-- a LIMIT from the outer query: each rescan evaluates it anew
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT both_ways('SELECT x, s.k FROM generate_series(1, 4) x,
+  LATERAL (SELECT k FROM tk WHERE thousand < 50 ORDER BY k LIMIT x OFFSET x) s') AS lateral_limit;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- EXPLAIN shows the bound as the plan has it: a number for constants, the
+-- LIMIT's expressions otherwise; under ANALYZE the value used
+EXPLAIN (COSTS OFF) SELECT k FROM tk ORDER BY k LIMIT 10 OFFSET 5;
+EXPLAIN (COSTS OFF) SELECT k FROM tk ORDER BY k LIMIT current_setting('my.n', true)::int;
+EXPLAIN (COSTS OFF) SELECT k FROM tk ORDER BY k FETCH FIRST 2 ROWS WITH TIES;
+EXPLAIN (COSTS OFF) SELECT k FROM tk ORDER BY k LIMIT ALL;
+
+-- A generic plan keeps no stale bound: the LIMIT is evaluated when the
+-- node runs, from the parameters and settings of that execution.
+SET plan_cache_mode = force_generic_plan;
+SET my.n = 3;
+PREPARE by_setting AS SELECT k FROM tk ORDER BY k LIMIT current_setting('my.n')::int;
+EXECUTE by_setting;
+SET my.n = 7;
+EXECUTE by_setting;
+EXPLAIN (COSTS OFF) EXECUTE by_setting;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE by_setting;
+PREPARE by_param(int, int) AS SELECT k FROM tk ORDER BY k DESC LIMIT $1 OFFSET $2;
+EXPLAIN (COSTS OFF) EXECUTE by_param(2, 0);
+EXECUTE by_param(2, 0);
+EXECUTE by_param(5, 1);
+EXECUTE by_param(NULL, 9997);
+EXECUTE by_param(1, NULL);
+-- the same statements with PostgreSQL's sort, for comparison
+SET gpusort.enabled = off;
+PREPARE pg_by_param(int, int) AS SELECT k FROM tk ORDER BY k DESC LIMIT $1 OFFSET $2;
+SELECT array(SELECT 1) AS marker;
+EXECUTE pg_by_param(5, 1);
+EXECUTE pg_by_param(NULL, 9997);
+SET gpusort.enabled = on;
+RESET plan_cache_mode;
+DEALLOCATE ALL;
+
+-- The approximate opt-in is read when the node runs: a plan made while it
+-- was on runs exactly once it is off, and the other way round.
+CREATE TABLE rough AS SELECT i AS id, (i * 7919) % 10007 AS k FROM generate_series(1, 20000) i;
+ANALYZE rough;
+SET gpusort.approximate_intervals = 3;
+PREPARE top8 AS SELECT k FROM rough ORDER BY k LIMIT 8;
+EXPLAIN (COSTS OFF) EXECUTE top8;
+CREATE TABLE approx_top8 AS EXECUTE top8;
+-- roughly: eight values from the first of three intervals
+SELECT count(*) AS rows, bool_and(k < 10007 / 3 + 1) AS first_interval FROM approx_top8;
+RESET gpusort.approximate_intervals;
+EXPLAIN (COSTS OFF) EXECUTE top8;
+EXECUTE top8;
+SET gpusort.approximate_intervals = 3;
+EXPLAIN (COSTS OFF) EXECUTE top8;
+RESET gpusort.approximate_intervals;
+DEALLOCATE top8;
+-- the same through PL/pgSQL, whose plans are cached for the session (a
+-- generic plan from the first call, made while the opt-in was on)
+CREATE FUNCTION top_rough(n int) RETURNS SETOF int LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT k FROM rough ORDER BY k LIMIT n;
+END $$;
+SET plan_cache_mode = force_generic_plan;
+SET gpusort.approximate_intervals = 3;
+SELECT count(*) AS rows, bool_and(k < 10007 / 3 + 1) AS first_interval,
+  array(SELECT top_rough(8)) <> array(SELECT k FROM rough ORDER BY k LIMIT 8) AS not_exact
+FROM top_rough(8) k;
+RESET gpusort.approximate_intervals;
+SELECT array(SELECT top_rough(8)) AS exact_again;
+SELECT array(SELECT k FROM rough ORDER BY k LIMIT 8) AS expected;
+RESET plan_cache_mode;
+
+-- Parallel query on (PostgreSQL's default): gpusort.min_rows = 0 and the
+-- approximate opt-in still give GpuSort, not Gather Merge over a Sort; the
+-- approximate order never feeds a Gather Merge. Parallel costs at zero
+-- make parallel plans on a small table.
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT k FROM rough ORDER BY k LIMIT 10;
+SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT 10') AS parallel_limit;
+SELECT both_ways('SELECT k, id FROM rough WHERE id % 3 = 0 ORDER BY k DESC, id') AS parallel_full;
+SET gpusort.approximate_intervals = 1000;
+EXPLAIN (COSTS OFF) SELECT k FROM rough ORDER BY k LIMIT 10;
+RESET gpusort.approximate_intervals;
+SET gpusort.min_rows = 1000000000;
+-- with the cost model deciding, whatever it picks is right
+SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT 10') IN
+  ('same 10 rows', 'GpuSort not used') AS cost_based;
+RESET gpusort.min_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+RESET gpusort.gpu_min_elements;
+RESET gpusort.explain_details;
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA order_by_limits CASCADE;
+RESET client_min_messages;
