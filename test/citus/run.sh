@@ -308,6 +308,8 @@ add approx_subquery_offset 2 rows "SET gpusort.approximate_intervals = 4;
 SELECT k8, id FROM (SELECT id, k8 FROM events ORDER BY k8 OFFSET 50 LIMIT 20) s ORDER BY k8, id"
 add approx_cte_offset      2 rows "SET gpusort.approximate_intervals = 4;
 WITH t AS MATERIALIZED (SELECT id, k8 FROM events WHERE k8 IS NOT NULL ORDER BY k8 DESC OFFSET 30 LIMIT 10) SELECT k8, id FROM t ORDER BY k8, id"
+add approx_ref_subquery    2 rows "SET gpusort.approximate_intervals = 2;
+SELECT r.g, e.id FROM events e JOIN (SELECT g FROM ref ORDER BY weight * 100 + g DESC LIMIT 3) r USING (g) ORDER BY r.g, e.id LIMIT 40"
 # prepared statements: custom plans first, then (after five) a generic one
 add prepared_limit        2 rows "PREPARE p(int8) AS SELECT k4, id FROM events ORDER BY k4, id LIMIT \$1;
 EXECUTE p(3); EXECUTE p(5); EXECUTE p(1); EXECUTE p(8); EXECUTE p(2); EXECUTE p(7); EXECUTE p(4); EXECUTE p(9); EXECUTE p(6)"
@@ -463,7 +465,8 @@ for spec in \
   "union_all|SELECT k4 FROM events WHERE g = 1 UNION ALL SELECT k4 FROM events2 WHERE seq < 500 ORDER BY 1 LIMIT 30" \
   "reference_only|SELECT weight, g, name FROM ref ORDER BY weight DESC, g" \
   "with_ties_plan|SELECT g, id FROM events ORDER BY g FETCH FIRST 10 ROWS WITH TIES" \
-  "parallel_big_plan|SELECT k, id FROM big ORDER BY k DESC, id LIMIT 20"; do
+  "parallel_big_plan|SELECT k, id FROM big ORDER BY k DESC, id LIMIT 20" \
+  "ref_subquery|SELECT r.g, e.id FROM events e JOIN (SELECT g FROM ref ORDER BY weight * 100 + g DESC LIMIT 3) r USING (g) ORDER BY r.g, e.id LIMIT 40"; do
   info "${spec%%|*}: $(explain "${spec%%|*}" "${spec#*|}")"
 done
 grep -E "Custom Scan \(Citus|Gather|Parallel" "$workdir/plan-parallel_big_plan.txt" | sort | uniq -c |
