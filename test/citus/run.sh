@@ -42,7 +42,7 @@ finish() {
   [ "$failed" -eq 0 ]
   exit
 }
-die() { echo "$*" >&2; bad "$1"; finish; }
+die() { bad "$1"; finish; }
 
 sudo_cmd=""
 [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -54,7 +54,8 @@ citus_installed() {
 }
 
 build_citus() {
-  if [ ! -f "$archive" ]; then
+  local src="$builddir/citus-$citus_version"
+  if [ ! -f "$src/.built" ] && [ ! -f "$archive" ]; then
     die "Citus source archive not found: $archive (put Citus's archive there, the shared/citus/ folder beside the repository, or set GPUSORT_CITUS_ARCHIVE)"
   fi
   local deps="build-essential postgresql-server-dev-15 libcurl4-openssl-dev
@@ -70,8 +71,8 @@ build_citus() {
       { $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq $missing >/dev/null; } ||
       die "could not install Citus's build dependencies:$missing"
   fi
-  local src="$builddir/citus-$citus_version"
   mkdir -p "$builddir"
+  echo "installing Citus $citus_version from $src"
   if [ ! -f "$src/.built" ]; then
     echo "building Citus $citus_version in $src (about 8 minutes on 2 cores)"
     rm -rf "$src"
