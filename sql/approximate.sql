@@ -36,6 +36,11 @@ EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score, id LIMIT 5;
 EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score::float8 LIMIT 5;
 EXPLAIN (COSTS OFF) SELECT DISTINCT score FROM scores ORDER BY score LIMIT 5;
 EXPLAIN (COSTS OFF) SELECT * FROM scores s1 JOIN (SELECT * FROM scores ORDER BY gauss LIMIT 10) s2 USING (id) ORDER BY s1.score;
+-- ... nor in a shard query a Citus coordinator sent (it feeds the
+-- coordinator's merge; the guarantee is about the whole result)
+SET application_name = 'citus_internal gpid=10000000001';
+EXPLAIN (COSTS OFF) SELECT * FROM scores ORDER BY score LIMIT 5;
+RESET application_name;
 
 -- The guarantee, checked on the output. check_order(query, intervals,
 -- descending, limit): the output holds the right number of rows; NULLs sit

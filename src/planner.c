@@ -40,6 +40,7 @@
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
 #include "utils/lsyscache.h"
+#include "utils/guc.h"
 
 static create_upper_paths_hook_type previous_upper_paths_hook = NULL;
 
@@ -182,14 +183,31 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, GpuSortPlanInfo *info,
 }
 
 /*
+ * Is this a query a Citus coordinator sent to this node, one shard's part
+ * of a distributed query? Citus names its internal connections so.
+ */
+static bool
+from_citus_coordinator(void)
+{
+	static const char prefix[] = "citus_internal gpid=";
+
+	return application_name != NULL &&
+		strncmp(application_name, prefix, sizeof(prefix) - 1) == 0;
+}
+
+/*
  * Could this sort be approximate? Only the top-level SELECT's ORDER BY goes
  * straight to the client; whether it is approximated is decided when the
- * node runs (gpusort.approximate_intervals at that time).
+ * node runs (gpusort.approximate_intervals at that time). A shard query
+ * from a Citus coordinator is top-level here but its rows feed the
+ * coordinator's merge, and the approximate guarantee is about the whole
+ * result: it stays exact.
  */
 static bool
 approximation_eligible(PlannerInfo *root, const GpuSortPlanInfo *info)
 {
 	return root->parent_root == NULL &&
+		!from_citus_coordinator() &&
 		root->query_level == 1 &&
 		root->parse->commandType == CMD_SELECT &&
 		root->parse->rowMarks == NIL &&
