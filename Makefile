@@ -13,7 +13,11 @@
 
 EXTENSION = gpusort
 MODULE_big = gpusort
-DATA = gpusort--1.0.sql
+# Every install script (gpusort--X.sql) and update script (gpusort--X--Y.sql):
+# a new SQL version is a new gpusort--Y.sql plus gpusort--X--Y.sql and
+# default_version in gpusort.control, nothing here. srcdir: VPATH builds
+# (pg_buildext builds in build-NN/) find them in the source tree.
+DATA = $(notdir $(wildcard $(srcdir)/gpusort--*.sql))
 PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
 
 GLUE_OBJS = src/gpusort.o src/errors.o src/types.o src/array_functions.o \
@@ -34,6 +38,11 @@ WITH_CUDA ?= yes
 endif
 
 ifeq ($(WITH_CUDA),yes)
+# WITH_CUDA=yes asked for explicitly (as debian/rules does) never falls back
+# to a CPU-only build.
+ifeq ($(NVCC),)
+$(error WITH_CUDA=yes but no nvcc found (PATH, $(CUDA_HOME)/bin): install the CUDA toolkit, set NVCC or CUDA_HOME, or build with WITH_CUDA=no)
+endif
 # A fat binary: machine code for Ampere (sm_80) and Hopper (sm_90), plus PTX
 # that newer GPUs compile at load time.
 CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 \
@@ -41,9 +50,11 @@ CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=compute_90
 NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 	--expt-relaxed-constexpr $(CUDA_ARCH_FLAGS)
-CUDA_OBJS = kernels/gpu_device.o kernels/gpu_sort.o kernels/gpu_networks.o \
-	kernels/gpu_radix.o kernels/gpu_approx.o kernels/gpu_minmax.o \
-	kernels/gpu_merge.o
+# The kernels include no PostgreSQL header, so their objects live in the
+# source tree even in a VPATH build: the builds for several PostgreSQL majors
+# (build-NN/, pg_buildext) and make unittest share one compilation.
+CUDA_OBJS = $(addprefix $(kernels_dir)/, gpu_device.o gpu_sort.o \
+	gpu_networks.o gpu_radix.o gpu_approx.o gpu_minmax.o gpu_merge.o)
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 SHLIB_LINK += $(CUDA_OBJS) $(CUDA_LIBS)
 else
@@ -68,6 +79,17 @@ endif
 
 include $(PGXS)
 
+# kernels/ in the source tree ("kernels", not "./kernels", so that the
+# pattern rule below matches the names make uses)
+kernels_dir := $(patsubst ./%,%,$(srcdir)/kernels)
+
+# A VPATH build (pg_buildext: make -C build-NN -f ../Makefile VPATH=..)
+# writes its objects under src/, engine/, kernels/ of the build directory;
+# PGXS does not create them.
+ifneq ($(srcdir),.)
+$(shell mkdir -p src engine kernels)
+endif
+
 
 $(shlib): $(CUDA_OBJS)
 
@@ -75,8 +97,8 @@ $(shlib): $(CUDA_OBJS)
 $(GLUE_OBJS): $(wildcard src/*.h) engine/gpusort_engine.h kernels/interval_map.h
 $(ENGINE_OBJS): $(wildcard engine/*.h) $(wildcard kernels/*.h)
 
-kernels/%.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
-	$(NVCC) $(NVCC_FLAGS) -Ikernels -c $< -o $@
+$(kernels_dir)/%.o: $(kernels_dir)/%.cu $(wildcard $(kernels_dir)/*.h $(kernels_dir)/*.cuh)
+	$(NVCC) $(NVCC_FLAGS) -I$(kernels_dir) -c $< -o $@
 
 # ---- tests that need no server ----
 UNIT_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels
@@ -139,3 +161,4 @@ emulate-networks: test/gpu/emulate_networks.cpp kernels/gpu_network_core.cuh
 clean: clean-gpu
 clean-gpu:
 	rm -rf bench/out
+
