@@ -27,7 +27,7 @@ ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS)
 
 REGRESS = setup array_sort array_functions order_by order_by_cursor \
-	order_by_explain approximate errors
+	order_by_explain approximate errors upgrade
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
