@@ -5,6 +5,7 @@
 #   make install             install into the server found by pg_config
 #   make installcheck        pg_regress suite against a running server
 #   make unittest            engine unit tests with plain cc (no PostgreSQL)
+#   make dist                gpusort-<version>.zip for PGXN (git archive of HEAD)
 #
 # Layers: src/ (PostgreSQL glue) -> engine/ (plain C) -> kernels/ (CUDA).
 # The CUDA objects are linked through SHLIB_LINK, not OBJS, so PGXS never
@@ -162,3 +163,14 @@ clean: clean-gpu
 clean-gpu:
 	rm -rf bench/out
 
+# ---- release archive for PGXN ----
+# gpusort-<version>.zip, version from META.json: git archive of the committed
+# tree (HEAD) under gpusort-<version>/, so no build product can slip in;
+# .gitattributes marks what stays out (CI plumbing).
+DIST_VERSION = $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(srcdir)/META.json)
+.PHONY: dist
+dist:
+	@test -n "$(DIST_VERSION)" || { echo "no top-level version in META.json" >&2; exit 1; }
+	@git diff --quiet HEAD -- || echo "warning: uncommitted changes are not in the archive (it is made from HEAD)" >&2
+	git archive --format=zip --prefix=gpusort-$(DIST_VERSION)/ -o gpusort-$(DIST_VERSION).zip HEAD
+	@echo "gpusort-$(DIST_VERSION).zip"
