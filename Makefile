@@ -80,14 +80,16 @@ endif
 
 include $(PGXS)
 
-# kernels/ in the source tree ("kernels", not "./kernels", so that the
-# pattern rule below matches the names make uses)
-kernels_dir := $(patsubst ./%,%,$(srcdir)/kernels)
+# kernels/ in the source tree: "kernels" in an in-tree build (PGXS sets
+# srcdir to "./" there; make's names have no "./", and the pattern rule
+# below must match them), the absolute or relative path otherwise.
+top_dir := $(patsubst %/,%,$(srcdir))
+kernels_dir := $(patsubst ./%,%,$(top_dir)/kernels)
 
 # A VPATH build (pg_buildext: make -C build-NN -f ../Makefile VPATH=..)
 # writes its objects under src/, engine/, kernels/ of the build directory;
 # PGXS does not create them.
-ifneq ($(srcdir),.)
+ifneq ($(top_dir),.)
 $(shell mkdir -p src engine kernels)
 endif
 
