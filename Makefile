@@ -5,6 +5,7 @@
 #   make install             install into the server found by pg_config
 #   make installcheck        pg_regress suite against a running server
 #   make unittest            engine unit tests with plain cc (no PostgreSQL)
+#   make dist                gpusort-<version>.zip for PGXN (git archive of HEAD)
 #
 # Layers: src/ (PostgreSQL glue) -> engine/ (plain C) -> kernels/ (CUDA).
 # The CUDA objects are linked through SHLIB_LINK, not OBJS, so PGXS never
@@ -13,7 +14,11 @@
 
 EXTENSION = gpusort
 MODULE_big = gpusort
-DATA = gpusort--1.0.sql
+# Every install script (gpusort--X.sql) and update script (gpusort--X--Y.sql):
+# a new SQL version is a new gpusort--Y.sql plus gpusort--X--Y.sql and
+# default_version in gpusort.control, nothing here. srcdir: VPATH builds
+# (pg_buildext builds in build-NN/) find them in the source tree.
+DATA = $(notdir $(wildcard $(srcdir)/gpusort--*.sql))
 PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
 
 GLUE_OBJS = src/gpusort.o src/errors.o src/types.o src/array_functions.o \
@@ -23,7 +28,7 @@ ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS)
 
 REGRESS = setup array_sort array_functions order_by order_by_limits \
-	order_by_cursor order_by_explain approximate errors
+	order_by_cursor order_by_explain approximate errors upgrade
 ISOLATION = skip_locked
 
 CUDA_HOME ?= /usr/local/cuda
@@ -35,6 +40,11 @@ WITH_CUDA ?= yes
 endif
 
 ifeq ($(WITH_CUDA),yes)
+# WITH_CUDA=yes asked for explicitly (as debian/rules does) never falls back
+# to a CPU-only build.
+ifeq ($(NVCC),)
+$(error WITH_CUDA=yes but no nvcc found (PATH, $(CUDA_HOME)/bin): install the CUDA toolkit, set NVCC or CUDA_HOME, or build with WITH_CUDA=no)
+endif
 # A fat binary: machine code for Ampere (sm_80) and Hopper (sm_90), plus PTX
 # that newer GPUs compile at load time.
 CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 \
@@ -42,9 +52,11 @@ CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=compute_90
 NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 	--expt-relaxed-constexpr $(CUDA_ARCH_FLAGS)
-CUDA_OBJS = kernels/gpu_device.o kernels/gpu_sort.o kernels/gpu_networks.o \
-	kernels/gpu_radix.o kernels/gpu_approx.o kernels/gpu_minmax.o \
-	kernels/gpu_merge.o
+# The kernels include no PostgreSQL header, so their objects live in the
+# source tree even in a VPATH build: the builds for several PostgreSQL majors
+# (build-NN/, pg_buildext) and make unittest share one compilation.
+CUDA_OBJS = $(addprefix $(kernels_dir)/, gpu_device.o gpu_sort.o \
+	gpu_networks.o gpu_radix.o gpu_approx.o gpu_minmax.o gpu_merge.o)
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 SHLIB_LINK += $(CUDA_OBJS) $(CUDA_LIBS)
 else
@@ -69,6 +81,19 @@ endif
 
 include $(PGXS)
 
+# kernels/ in the source tree: "kernels" in an in-tree build (PGXS sets
+# srcdir to "./" there; make's names have no "./", and the pattern rule
+# below must match them), the absolute or relative path otherwise.
+top_dir := $(patsubst %/,%,$(srcdir))
+kernels_dir := $(patsubst ./%,%,$(top_dir)/kernels)
+
+# A VPATH build (pg_buildext: make -C build-NN -f ../Makefile VPATH=..)
+# writes its objects under src/, engine/, kernels/ of the build directory;
+# PGXS does not create them.
+ifneq ($(top_dir),.)
+$(shell mkdir -p src engine kernels)
+endif
+
 
 $(shlib): $(CUDA_OBJS)
 
@@ -76,8 +101,8 @@ $(shlib): $(CUDA_OBJS)
 $(GLUE_OBJS): $(wildcard src/*.h) engine/gpusort_engine.h kernels/interval_map.h
 $(ENGINE_OBJS): $(wildcard engine/*.h) $(wildcard kernels/*.h)
 
-kernels/%.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
-	$(NVCC) $(NVCC_FLAGS) -Ikernels -c $< -o $@
+$(kernels_dir)/%.o: $(kernels_dir)/%.cu $(wildcard $(kernels_dir)/*.h $(kernels_dir)/*.cuh)
+	$(NVCC) $(NVCC_FLAGS) -I$(kernels_dir) -c $< -o $@
 
 # ---- tests that need no server ----
 UNIT_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels
@@ -140,3 +165,15 @@ emulate-networks: test/gpu/emulate_networks.cpp kernels/gpu_network_core.cuh
 clean: clean-gpu
 clean-gpu:
 	rm -rf bench/out
+
+# ---- release archive for PGXN ----
+# gpusort-<version>.zip, version from META.json: git archive of the committed
+# tree (HEAD) under gpusort-<version>/, so no build product can slip in;
+# .gitattributes marks what stays out (CI plumbing).
+DIST_VERSION = $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(srcdir)/META.json)
+.PHONY: dist
+dist:
+	@test -n "$(DIST_VERSION)" || { echo "no top-level version in META.json" >&2; exit 1; }
+	@git diff --quiet HEAD -- || echo "warning: uncommitted changes are not in the archive (it is made from HEAD)" >&2
+	git archive --format=zip --prefix=gpusort-$(DIST_VERSION)/ -o gpusort-$(DIST_VERSION).zip HEAD
+	@echo "gpusort-$(DIST_VERSION).zip"

@@ -5,7 +5,9 @@ RESET client_min_messages;
 CREATE SCHEMA array_functions;  -- this file's tables and functions
 SET search_path = array_functions, public;
 LOAD 'gpusort';  -- the planner hook needs the module in this session
-\i sql/array_inputs.include
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set array_inputs :abs_srcdir '/sql/array_inputs.include'
+\i :array_inputs
 SELECT setseed(0.5);  -- the same test data every run
 SET gpusort.gpu_min_elements = 0;
 

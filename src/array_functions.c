@@ -24,6 +24,14 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+/*
+ * These C symbols (and gpusort_info in info.c) are named by the SQL of every
+ * released version (gpusort--1.0.sql, ...), and a database may still be at
+ * an old version when a newer library is installed: keep each symbol and its
+ * old SQL signature working, or, if a feature needs a newer SQL version,
+ * raise an error saying to run ALTER EXTENSION gpusort UPDATE. The upgrade
+ * regress test installs every version against this library.
+ */
 PG_FUNCTION_INFO_V1(gpusort_sql_sort);
 PG_FUNCTION_INFO_V1(gpusort_sql_argsort);
 PG_FUNCTION_INFO_V1(gpusort_sql_sort_pairs);

@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine and builds gpusort:
+# Sets up a fresh Debian 12 machine, builds gpusort's Debian package and
+# installs it:
 #   sudo test/setup.sh
-# Installs the PostgreSQL 15 server headers (PGXS) and the compilers, builds
-# the extension (with the CUDA kernels when nvcc is found at
-# /usr/local/cuda or on PATH; CPU-only otherwise) and installs it into the
-# server that pg_config names.
+# 1. installs what the build needs from Debian: the PostgreSQL 15 server and
+#    headers, debhelper and postgresql-server-dev-all (pg_buildext, dh
+#    --with pgxs), dpkg-dev, python3 (for the checks);
+# 2. compiles the CUDA kernels once, in kernels/ of this tree (nvcc from
+#    /usr/local/cuda or PATH is required: the package always carries them);
+#    make unittest links the same objects later;
+# 3. builds postgresql-15-gpusort from a copy of this tree (tracked and new
+#    files, plus those objects) with dpkg-buildpackage, in
+#    $GPUSORT_DEB_DIR (default /var/tmp/gpusort-deb), so that the tree
+#    stays clean, and installs it: the server loads gpusort from the
+#    package, and test/check_package.sh says so.
+# The package's own regress run is skipped here (DEB_BUILD_OPTIONS=nocheck):
+# test/run_tests.sh runs the suite against the installed package.
+# By hand, without packaging: make && sudo make install (or make
+# WITH_CUDA=no for a CPU-only build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "run as root (sudo test/setup.sh): it installs packages and the extension" >&2
@@ -14,18 +27,65 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-packages="build-essential postgresql-15 postgresql-server-dev-15"
+packages="build-essential postgresql-15 postgresql-server-dev-15 postgresql-server-dev-all
+  debhelper dpkg-dev fakeroot python3"
 missing=""
 for p in $packages; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
   apt-get update -qq
-  apt-get install -y -qq $missing >/dev/null
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
 export PATH="/usr/local/cuda/bin:$PATH"
+if ! command -v nvcc >/dev/null; then
+  echo "setup: no nvcc (looked in /usr/local/cuda/bin and PATH). The Debian package is built" >&2
+  echo "with the CUDA kernels only. Install the CUDA toolkit, or build by hand without them:" >&2
+  echo "  make WITH_CUDA=no && sudo make install" >&2
+  exit 1
+fi
 pg_config=/usr/lib/postgresql/15/bin/pg_config
-make -j"$(nproc)" PG_CONFIG="$pg_config"
-make install PG_CONFIG="$pg_config" > /dev/null
-echo "gpusort built and installed into $($pg_config --pkglibdir)"
+major=$($pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+start=$(date +%s)
+
+# ---- 2. the kernels, once, in this tree ----
+echo "setup: compiling the CUDA kernels (kernels/*.o; minutes)"
+make -s -j"$(nproc)" cuda-objs WITH_CUDA=yes PG_CONFIG="$pg_config"
+
+# ---- 3. the package, from a copy of the tree ----
+debdir=${GPUSORT_DEB_DIR:-/var/tmp/gpusort-deb}
+version=$(dpkg-parsechangelog -l debian/changelog -S Version)
+rm -rf "$debdir"
+mkdir -p "$debdir/gpusort-${version%-*}"
+src="$debdir/gpusort-${version%-*}"
+git_() { git -c safe.directory="$root" -C "$root" "$@"; }   # the clone may be another user's
+if git_ rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git_ ls-files -co --exclude-standard -z > "$debdir/files"
+else
+  find . -path ./.git -prune -o -type f ! -name '*.o' ! -name '*.so' ! -name '*.bc' -print0 > "$debdir/files"
+fi
+find kernels -maxdepth 1 -name '*.o' ! -name 'gpu_stub.o' -print0 >> "$debdir/files"
+tar -c --ignore-failed-read --null -T "$debdir/files" -f - | tar -x -f - -C "$src"   # keeps mtimes: the objects stay up to date
+
+echo "setup: building $( (cd "$src" && dpkg-parsechangelog -S Source) ) $version (dpkg-buildpackage, log in $debdir/build.log)"
+# -nc: no clean first (the copy is clean; debian/rules clean runs make clean,
+# which would delete the kernel objects just copied)
+if ! (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+        dpkg-buildpackage -b -nc -us -uc) > "$debdir/build.log" 2>&1; then
+  tail -n 80 "$debdir/build.log"
+  echo "setup: the package build failed (full log: $debdir/build.log)" >&2
+  exit 1
+fi
+deb=$(ls "$debdir"/postgresql-"$major"-gpusort_"$version"_*.deb)
+echo "setup: built $deb in $(( $(date +%s) - start )) s"
+
+# ---- install it ----
+# leftovers of a by-hand make install would sit beside the package's files
+# where the server looks: remove the gpusort files no package owns
+for f in $(find "$($pg_config --pkglibdir)" "$($pg_config --sharedir)/extension" -maxdepth 1 -name 'gpusort*' -type f;
+           find "$($pg_config --pkglibdir)/bitcode" -path '*gpusort*' -type f 2>/dev/null); do
+  dpkg -S "$f" >/dev/null 2>&1 || { echo "setup: removing $f (not from a package)"; rm -f "$f"; }
+done
+apt-get install -y -qq --reinstall "$deb" >/dev/null
+dpkg-query -W -f 'setup: installed ${Package} ${Version}\n' "postgresql-$major-gpusort"
