@@ -8,7 +8,14 @@
 #    test that needs a plan shape sets what it needs itself;
 # 3. the differential fuzzer (test/fuzz/), a bounded time with a fixed seed
 #    and a fresh one (GPUSORT_FUZZ_SECONDS per seed, 0 skips it);
-# 4. the server log: a backend "terminated by signal" is a failure.
+# 4. the README's settings table against the server's settings and its SQL
+#    examples against their stated results (test/check_readme.py), PGXN's
+#    META.json (test/check_meta.py), and, where gpusort was installed from
+#    its Debian package (test/setup.sh), that the server loads it from there
+#    (test/check_package.sh);
+# 5. the server log: a backend "terminated by signal" is a failure;
+# 6. gpusort on a Citus cluster (test/citus/run.sh), where Citus is
+#    installed (test/setup.sh installs it) or this runs as root.
 # It expects gpusort built and installed (test/setup.sh). N counts every
 # unit-test check, every regress and isolation test, every fuzzed query and
 # the log check. Extra server options can be passed in GPUSORT_TEST_OPTIONS
@@ -101,7 +108,22 @@ if [ -x test/fuzz/run_fuzz.sh ] && [ "${GPUSORT_FUZZ_SECONDS:-90}" != 0 ]; then
   count_from "$workdir/fuzz.log" "the fuzzer"
 fi
 
-# ---- 4. the server log ----
+# ---- 4. README, PGXN metadata, the installed package ----
+echo "== README settings and examples, META.json, package"
+for check in "test/check_readme.py all" "test/check_meta.py"; do
+  python3 $check > "$workdir/check.log" 2>&1
+  grep -E "^(FAILED|not ok)|^[0-9]+ passed" "$workdir/check.log"
+  count_from "$workdir/check.log" "$check"
+done
+if dpkg -s "postgresql-$($pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')-gpusort" >/dev/null 2>&1; then
+  test/check_package.sh > "$workdir/check.log" 2>&1
+  grep -E "^(FAILED|not ok)|^[0-9]+ passed" "$workdir/check.log"
+  count_from "$workdir/check.log" "test/check_package.sh"
+else
+  echo "gpusort is not installed from its Debian package here: package checks skipped"
+fi
+
+# ---- 5. the server log ----
 echo "== server log"
 if grep -n "terminated by signal" "$workdir/server.log"; then
   echo "a server process died (above): failed"
@@ -111,6 +133,18 @@ else
   passed=$((passed + 1))
 fi
 [ -n "${GPUSORT_TEST_LOG_COPY:-}" ] && cp "$workdir/server.log" "$GPUSORT_TEST_LOG_COPY"
+
+# ---- 6. Citus ----
+citus_lib="$($pg_config --pkglibdir)/citus.so"
+if [ "${GPUSORT_CITUS:-1}" != 0 ] && { [ -f "$citus_lib" ] || [ "$(id -u)" -eq 0 ]; } &&
+   [ "$($pg_config --bindir)" = /usr/lib/postgresql/15/bin ]; then
+  echo "== gpusort on a Citus cluster"
+  test/citus/run.sh > "$workdir/citus.log" 2>&1
+  grep -E "^(FAILED|ok )|^[0-9]+ passed|run time" "$workdir/citus.log" | grep -v "^ok " | tail -n 20
+  count_from "$workdir/citus.log" "the Citus test"
+else
+  echo "== Citus test skipped (Citus is not installed: sudo test/setup.sh installs it)"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

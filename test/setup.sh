@@ -4,7 +4,8 @@
 #   sudo test/setup.sh
 # 1. installs what the build needs from Debian: the PostgreSQL 15 server and
 #    headers, debhelper and postgresql-server-dev-all (pg_buildext, dh
-#    --with pgxs), dpkg-dev, python3 (for the checks);
+#    --with pgxs), dpkg-dev, python3 and python3-psycopg2 (for the checks
+#    and the fuzzer);
 # 2. compiles the CUDA kernels once, in kernels/ of this tree (nvcc from
 #    /usr/local/cuda or PATH is required: the package always carries them);
 #    make unittest links the same objects later;
@@ -13,6 +14,8 @@
 #    $GPUSORT_DEB_DIR (default /var/tmp/gpusort-deb), so that the tree
 #    stays clean, and installs it: the server loads gpusort from the
 #    package, and test/check_package.sh says so.
+# 4. builds and installs Citus from ../shared/citus/ for the Citus test
+#    (test/citus/run.sh --install-only; once, about 8 minutes).
 # The package's own regress run is skipped here (DEB_BUILD_OPTIONS=nocheck):
 # test/run_tests.sh runs the suite against the installed package.
 # By hand, without packaging: make && sudo make install (or make
@@ -28,7 +31,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 packages="build-essential postgresql-15 postgresql-server-dev-15 postgresql-server-dev-all
-  debhelper dpkg-dev fakeroot python3"
+  debhelper dpkg-dev fakeroot python3 python3-psycopg2"
 missing=""
 for p in $packages; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -89,3 +92,12 @@ for f in $(find "$($pg_config --pkglibdir)" "$($pg_config --sharedir)/extension"
 done
 apt-get install -y -qq --reinstall "$deb" >/dev/null
 dpkg-query -W -f 'setup: installed ${Package} ${Version}\n' "postgresql-$major-gpusort"
+
+# ---- Citus, for the test on a Citus cluster (test/citus/) ----
+# built once from Citus's source in ../shared/citus/ (about 8 minutes)
+if [ -f "${GPUSORT_CITUS_ARCHIVE:-$root/../shared/citus/citus-13.2.2-pg15.18.tar.xz}" ] ||
+   [ -f "$($pg_config --pkglibdir)/citus.so" ]; then
+  test/citus/run.sh --install-only
+else
+  echo "setup: no Citus source (../shared/citus/): the Citus test will be skipped"
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GpuSort on a Citus cluster (issue #18), one command:
-#   sudo test/citus/run.sh
+#   sudo test/citus/run.sh                 (test/run_tests.sh runs it)
+#   sudo test/citus/run.sh --install-only  (step 1 alone: test/setup.sh)
 # 1. builds Citus 13.2.2 from ../shared/citus/ (next to the repository; or
 #    GPUSORT_CITUS_ARCHIVE) and installs it into the system PostgreSQL 15,
 #    unless that Citus is installed already (the ~8-minute build runs once;
@@ -93,6 +94,8 @@ if citus_installed; then
 else
   build_citus
 fi
+# test/setup.sh installs Citus this way, so that the tests need no root
+[ "${1:-}" = "--install-only" ] && exit 0
 [ -f "$pkglibdir/gpusort.so" ] ||
   die "gpusort is not installed in $pkglibdir (build and install it first: sudo test/setup.sh)"
 
