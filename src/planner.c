@@ -39,8 +39,8 @@
 #include "optimizer/paths.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
-#include "utils/lsyscache.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 
 static create_upper_paths_hook_type previous_upper_paths_hook = NULL;
 
