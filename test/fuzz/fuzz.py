@@ -813,6 +813,8 @@ class Fuzzer:
             self.eligible_used += used
             if not used:
                 self.unused[(par, "limit" if q.last_partial or q.first_partial else "no limit")] += 1
+                if os.environ.get("GPUSORT_FUZZ_SHOW_UNUSED"):
+                    print("-- not GpuSort (%s): %s" % (par, q.sql))
         if problem:
             self.failed += 1
             self.failed_kinds[q.kind.split(":")[0]] += 1
