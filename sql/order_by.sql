@@ -119,6 +119,20 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id FROM t WHERE k IN (SELECT k FROM t ORDER BY k LIMIT 50) ORDER BY id', 'id')
 ) v(q, k);
 
+-- a partitioned table: one GpuSort over the Append of its partitions
+CREATE TABLE parted (id int, k int, b bigint) PARTITION BY RANGE (id);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (MINVALUE) TO (7000);
+CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (7000) TO (14000);
+CREATE TABLE parted_3 PARTITION OF parted FOR VALUES FROM (14000) TO (MAXVALUE);
+INSERT INTO parted SELECT id, k, b FROM t;
+ANALYZE parted;
+EXPLAIN (COSTS OFF) SELECT * FROM parted ORDER BY k, id;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM parted ORDER BY k, id', 'k, id'),
+  ('SELECT * FROM parted ORDER BY b DESC NULLS LAST LIMIT 100', 'b'),
+  ('SELECT * FROM parted WHERE id > 5000 ORDER BY k NULLS FIRST, b', 'k, b')
+) v(q, k);
+
 -- rescans: the inner side of a nested loop, with and without new parameters
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
