@@ -198,13 +198,10 @@ reset_rows(GpuSortState *state)
 	}
 }
 
-/* Bytes per row besides the tuple: its pointer, keys and NULL flags, and
- * the sort's key, index and sorted pointer. */
 static Size
 row_overhead(GpuSortState *state)
 {
-	return sizeof(MinimalTuple) + state->plan.nkeys * (sizeof(uint64_t) + 1) +
-		sizeof(uint64_t) + sizeof(uint32_t) + sizeof(MinimalTuple);
+	return gpusort_row_overhead(state->plan.nkeys);
 }
 
 /* Arrays for `capacity` rows in a new rows_context (the old one, if any, is

@@ -78,6 +78,19 @@ typedef struct GpuSortPlanInfo
 								 * OFFSET, evaluated when the node first runs */
 } GpuSortPlanInfo;
 
+/*
+ * Bytes GpuSort keeps per row besides the tuple: its pointer, keys and NULL
+ * flags, and the sort's key, index and sorted pointer. The executor counts
+ * its memory with it; the planner predicts from it whether the rows will
+ * outgrow work_mem.
+ */
+static inline Size
+gpusort_row_overhead(int nkeys)
+{
+	return sizeof(void *) + nkeys * (sizeof(uint64_t) + 1) +
+		sizeof(uint64_t) + sizeof(uint32_t) + sizeof(void *);
+}
+
 extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);
 extern void gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info);
 

@@ -28,9 +28,11 @@
  */
 #include "gpusort.h"
 
+#include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "catalog/pg_am_d.h"
 #include "commands/defrem.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -228,15 +230,35 @@ gpu_expected(void)
 	return gpu.usable;
 }
 
-/* Every input row is read and encoded, also under a bound (it only saves
- * copying rows that cannot make it), so the cost is linear in input rows. */
+/*
+ * Every input row is read and encoded, also under a bound (it only saves
+ * copying rows that cannot make it), so the cost is linear in input rows.
+ *
+ * Rows that will not fit in work_mem (the rows kept, under a bound) go to
+ * PostgreSQL's tuplesort after all, on top of GpuSort's own gathering: such
+ * a sort is costed as that tuplesort plus the gathering, which never beats
+ * PostgreSQL's own Sort, so the planner declines it.
+ */
 static void
-cost_gpusort(CustomPath *path, Path *input, bool on_gpu)
+cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool on_gpu)
 {
 	double		rows = input->rows;
 	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
+	double		kept = root->limit_tuples > 0 ? Min(rows, root->limit_tuples) : rows;
+	double		row_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader) +
+		gpusort_row_overhead(nkeys);
 
 	path->path.rows = rows;
+	if (kept * row_bytes > (double) work_mem * 1024.0)
+	{
+		Path		tuplesort;
+
+		cost_sort(&tuplesort, root, root->sort_pathkeys, input->total_cost, rows,
+				  input->pathtarget->width, 0.0, work_mem, root->limit_tuples);
+		path->path.startup_cost = tuplesort.startup_cost + rows * per_row;
+		path->path.total_cost = tuplesort.total_cost + rows * per_row;
+		return;
+	}
 	path->path.startup_cost = input->total_cost + rows * per_row +
 		(on_gpu ? GPU_STARTUP_COST : 0.0);
 	path->path.total_cost = path->path.startup_cost + rows * cpu_operator_cost;
@@ -402,7 +424,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	path->custom_private = list_make3(gpusort_plan_info_to_list(&info), key_exprs,
 									  limit_exprs);
 	path->methods = &gpusort_path_methods;
-	cost_gpusort(path, input, gpu_expected());
+	cost_gpusort(root, path, input, info.nkeys, gpu_expected());
 
 	/* the query's final target may hold columns computed after the sort
 	 * (volatile or set-returning ones): then a projection goes on top */
