@@ -142,8 +142,8 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
  * when the count is NULL, anything is negative (the Limit raises that
  * error itself) or the sum is beyond what one sort can hold.
  */
-static int64
-evaluate_bound(GpuSortState *state)
+int64
+gpusort_evaluate_bound(GpuSortState *state)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 	Datum		value;
@@ -474,8 +474,7 @@ gather_and_sort(GpuSortState *state)
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 
 	INSTR_TIME_SET_CURRENT(start);
-	state->bound = evaluate_bound(state);
-	state->bound_known = true;
+	state->bound = gpusort_evaluate_bound(state);
 	bounded = state->bound > 0;
 	prune_at = bounded ? Max((size_t) state->bound * 2, MIN_PRUNE_ROWS) : 0;
 	start_rows(state);

@@ -137,9 +137,9 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 }
 
 /*
- * The bound: LIMIT + OFFSET as evaluated once the node has run, or as the
- * plan's constants; otherwise (a parameter, a stable function) the LIMIT's
- * expressions, evaluated only when the node runs.
+ * The bound: LIMIT + OFFSET as the node used it once it has run, or as the
+ * plan's constants evaluate; otherwise (a parameter, a stable function) the
+ * LIMIT's expressions, evaluated only when the node runs.
  */
 static void
 explain_bound(GpuSortState *state, List *context, ExplainState *es)
@@ -148,21 +148,12 @@ explain_bound(GpuSortState *state, List *context, ExplainState *es)
 	Node	   *count = linitial(cscan->custom_exprs);
 	Node	   *offset = lsecond(cscan->custom_exprs);
 
-	if (state->bound_known)
+	if (state->sort_done || (IsA(count, Const) && (offset == NULL || IsA(offset, Const))))
 	{
-		if (state->bound > 0)
-			ExplainPropertyInteger("Bound", NULL, state->bound, es);
-		return;
-	}
-	if (IsA(count, Const) && (offset == NULL || IsA(offset, Const)))
-	{
-		Const	   *count_value = (Const *) count;
-		Const	   *offset_value = (Const *) offset;
-		int64		bound = DatumGetInt64(count_value->constvalue);
+		int64		bound = state->sort_done ? state->bound : gpusort_evaluate_bound(state);
 
-		if (offset_value != NULL && !offset_value->constisnull)
-			bound += DatumGetInt64(offset_value->constvalue);
-		ExplainPropertyInteger("Bound", NULL, bound, es);
+		if (bound > 0)
+			ExplainPropertyInteger("Bound", NULL, bound, es);
 		return;
 	}
 	if (offset == NULL)

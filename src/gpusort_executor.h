@@ -20,8 +20,8 @@ typedef struct GpuSortState
 	int			intervals;		/* ... with this many intervals */
 	ExprState  *limit_count;	/* the LIMIT above, when it bounds this sort */
 	ExprState  *limit_offset;	/* its OFFSET, or NULL */
-	int64		bound;			/* LIMIT + OFFSET as evaluated, 0 for none */
-	bool		bound_known;	/* evaluated (the node has run) */
+	int64		bound;			/* LIMIT + OFFSET as evaluated when the rows
+								 * were gathered, 0 for none */
 	bool		timed;			/* EXPLAIN ANALYZE with timing */
 	Size		work_mem_bytes;
 
@@ -68,5 +68,8 @@ typedef struct GpuSortState
 	double		sort_ms;
 	double		emit_ms;
 } GpuSortState;
+
+/* executor.c: LIMIT + OFFSET evaluated now, 0 for no bound */
+extern int64 gpusort_evaluate_bound(GpuSortState *state);
 
 #endif							/* GPUSORT_EXECUTOR_H */
