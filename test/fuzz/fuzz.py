@@ -392,6 +392,14 @@ class Gen:
         q.kind = tname + q.kind
         return sql, keys
 
+    def ordered_inner(self, q):
+        """An ordered query to select from, and the outer ORDER BY of its
+        output keys (k1, k2, ...) in the same directions."""
+        inner, keys = self.select_core(q, allow_srf=False)
+        q.inner_cut = q.first_partial or q.last_partial
+        outs = [(k, d) for k, d, o in keys if o]
+        return inner, ", ".join("k%d%s" % (i + 1, d) for i, (k, d) in enumerate(outs))
+
     def gen(self):
         r = self.rng
         q = Query()
@@ -400,20 +408,14 @@ class Gen:
             q.sql, _ = self.select_core(q)
             q.kind = "plain:" + q.kind
         elif shape < 0.44:
-            inner, keys = self.select_core(q, allow_srf=False)
-            q.inner_cut = q.first_partial or q.last_partial
-            outs = [(k, d) for k, d, o in keys if o]
-            ob = ", ".join("k%d%s" % (i + 1, d) for i, (k, d) in enumerate(outs))
+            inner, ob = self.ordered_inner(q)
             lim, fp, lp = limit_clause(r, 100) if r.random() < 0.5 else ("", False, False)
             q.first_partial |= fp
             q.last_partial |= lp
             q.sql = "SELECT * FROM (%s) s ORDER BY %s%s" % (inner, ob, lim)
             q.kind = "subquery:" + q.kind
         elif shape < 0.50:
-            inner, keys = self.select_core(q, allow_srf=False)
-            q.inner_cut = q.first_partial or q.last_partial
-            outs = [(k, d) for k, d, o in keys if o]
-            ob = ", ".join("k%d%s" % (i + 1, d) for i, (k, d) in enumerate(outs))
+            inner, ob = self.ordered_inner(q)
             q.sql = "WITH s AS %s(%s) SELECT * FROM s ORDER BY %s" % (
                 r.choice(["MATERIALIZED ", ""]), inner, ob)
             q.kind = "cte-sorted:" + q.kind
