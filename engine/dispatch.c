@@ -61,6 +61,8 @@ map_gpu_status(gpu_status status)
 			return GS_ERR_INTERRUPTED;
 		case GPU_INVALID:
 			return GS_ERR_INVALID_ARGUMENT;
+		case GPU_BUSY:
+			return GS_ERR_GPU_BUSY;
 		case GPU_FAILED:
 			break;
 	}
@@ -178,6 +180,8 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 	report->sort_ms = timing.sort_ms;
 	report->download_ms = timing.download_ms;
 	report->gpu_bytes = timing.device_bytes;
+	report->queue_ms = timing.queue_ms;
+	report->gpu_index = timing.device_index;
 	if (status != GPU_OK)
 		note_gpu_problem(report, map_gpu_status(status), gpu_last_error());
 	return map_gpu_status(status);
@@ -307,6 +311,8 @@ gs_minmax(const gs_sort_request *request, uint64_t *min_key, uint64_t *max_key,
 		gstatus = gpu_minmax(request->keys, request->n, min_key, max_key, &timing);
 		report->upload_ms = timing.upload_ms;
 		report->sort_ms = timing.sort_ms;
+		report->queue_ms = timing.queue_ms;
+		report->gpu_index = timing.device_index;
 		if (gstatus == GPU_OK)
 			return GS_OK;
 		note_gpu_problem(report, map_gpu_status(gstatus), gpu_last_error());

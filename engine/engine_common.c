@@ -29,6 +29,8 @@ gs_status_name(gs_status status)
 			return "GPU failure";
 		case GS_ERR_INTERRUPTED:
 			return "interrupted";
+		case GS_ERR_GPU_BUSY:
+			return "GPU busy";
 	}
 	return "unknown status";
 }

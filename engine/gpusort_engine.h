@@ -44,7 +44,8 @@ typedef enum gs_status
 	GS_ERR_GPU_UNAVAILABLE,		/* no driver, no device, or CPU-only build */
 	GS_ERR_GPU_OUT_OF_MEMORY,	/* device memory, or over the configured cap */
 	GS_ERR_GPU_FAILURE,			/* any other CUDA error (launch, kernel, copy) */
-	GS_ERR_INTERRUPTED			/* the caller's poll function asked to stop */
+	GS_ERR_INTERRUPTED,			/* the caller's poll function asked to stop */
+	GS_ERR_GPU_BUSY				/* the GPU stayed busy longer than allowed */
 } gs_status;
 
 extern const char *gs_status_name(gs_status status);
@@ -152,6 +153,8 @@ typedef struct gs_sort_report
 	double		sort_ms;
 	double		download_ms;
 	size_t		gpu_bytes;		/* device memory the sort used */
+	double		queue_ms;		/* waited for the GPU (the service's queue) */
+	int			gpu_index;		/* which of the service's GPUs ran it */
 } gs_sort_report;
 
 /* Fills a request with defaults (auto algorithm, auto device, malloc). */

@@ -74,6 +74,8 @@ add_report(gs_sort_report *total, const gs_sort_report *pass, bool first)
 	total->upload_ms += pass->upload_ms;
 	total->sort_ms += pass->sort_ms;
 	total->download_ms += pass->download_ms;
+	total->queue_ms += pass->queue_ms;
+	total->gpu_index = pass->gpu_index;
 	if (pass->gpu_bytes > total->gpu_bytes)
 		total->gpu_bytes = pass->gpu_bytes;
 	if (pass->fell_back)

@@ -34,7 +34,9 @@ typedef enum gpu_status
 	GPU_OUT_OF_MEMORY,			/* device memory, or over the caller's cap */
 	GPU_FAILED,					/* any other CUDA error */
 	GPU_INTERRUPTED,			/* the poll function asked to stop */
-	GPU_INVALID					/* bad arguments */
+	GPU_INVALID,				/* bad arguments */
+	GPU_BUSY					/* the GPU service's queue did not admit the
+								 * job in the time allowed */
 } gpu_status;
 
 typedef enum gpu_algorithm
@@ -68,6 +70,11 @@ typedef struct gpu_timing
 	float		sort_ms;
 	float		download_ms;
 	size_t		device_bytes;	/* device memory the job held */
+	/* Filled by the GPU service's client (service/client.c), which offers
+	 * this same API to backends: how long the job waited for admission,
+	 * and which of the service's GPUs ran it. */
+	float		queue_ms;
+	int			device_index;
 } gpu_timing;
 
 /* Exact sort of keys (uint32_t or uint64_t) in host memory (pinned or not),
@@ -121,6 +128,10 @@ typedef struct gpu_approx_job
 } gpu_approx_job;
 
 extern gpu_status gpu_device_probe(gpu_device_info *info);
+
+/* How many CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies).
+ * Initialises the driver: call it only in a process that will not fork. */
+extern gpu_status gpu_device_count(int *count);
 extern const char *gpu_last_error(void);
 
 extern gpu_status gpu_sort(gpu_sort_job *job, gpu_timing *timing);
@@ -134,6 +145,11 @@ extern gpu_status gpu_minmax(const uint64_t *keys, size_t n,
 /* Page-locked host memory, for fast transfers. */
 extern gpu_status gpu_host_alloc(size_t bytes, void **pointer);
 extern void gpu_host_free(void *pointer);
+
+/* Page-locks memory the caller mapped (the GPU service's shared staging
+ * area), so copies from and to it run at pinned speed. */
+extern gpu_status gpu_host_register(void *pointer, size_t bytes);
+extern void gpu_host_unregister(void *pointer);
 
 #ifdef __cplusplus
 }

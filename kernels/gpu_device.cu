@@ -607,3 +607,47 @@ gpu_host_free(void *pointer)
 	if (pointer != nullptr && cudaFreeHost(pointer) != cudaSuccess)
 		cudaGetLastError();
 }
+
+static gpu_status
+device_count(int *count)
+{
+	cudaError_t error = cudaGetDeviceCount(count);
+
+	if (error == cudaSuccess)
+		return GPU_OK;
+	*count = 0;
+	if (error == cudaErrorNoDevice)
+		return GPU_OK;
+	return cuda_failure(error, "cudaGetDeviceCount");
+}
+
+extern "C" gpu_status
+gpu_device_count(int *count)
+{
+	*count = 0;
+	return guard_entry("gpu_device_count", [&] { return device_count(count); });
+}
+
+static gpu_status
+host_register(void *pointer, size_t bytes)
+{
+	GS_TRY(ensure_device());
+	cudaError_t error = cudaHostRegister(pointer, bytes, cudaHostRegisterDefault);
+
+	if (error != cudaSuccess)
+		return cuda_failure(error, "cudaHostRegister (the staging area)");
+	return GPU_OK;
+}
+
+extern "C" gpu_status
+gpu_host_register(void *pointer, size_t bytes)
+{
+	return guard_entry("gpu_host_register", [&] { return host_register(pointer, bytes); });
+}
+
+extern "C" void
+gpu_host_unregister(void *pointer)
+{
+	if (pointer != nullptr && cudaHostUnregister(pointer) != cudaSuccess)
+		cudaGetLastError();
+}

@@ -25,6 +25,13 @@ gpu_last_error(void)
 }
 
 gpu_status
+gpu_device_count(int *count)
+{
+	*count = 0;
+	return GPU_OK;
+}
+
+gpu_status
 gpu_sort(gpu_sort_job *job, gpu_timing *timing)
 {
 	(void) job;
@@ -63,6 +70,20 @@ gpu_host_alloc(size_t bytes, void **pointer)
 /* never called: gpu_host_alloc() above hands out nothing */
 void
 gpu_host_free(void *pointer)
+{
+	(void) pointer;
+}
+
+gpu_status
+gpu_host_register(void *pointer, size_t bytes)
+{
+	(void) pointer;
+	(void) bytes;
+	return GPU_UNAVAILABLE;
+}
+
+void
+gpu_host_unregister(void *pointer)
 {
 	(void) pointer;
 }

@@ -1,0 +1,825 @@
+/*
+ * client.c — the backends' side of the GPU service. It implements
+ * kernels/gpu_api.h, so the engine's "run it on the GPU" reaches the
+ * service: the keys go into a slot of the service's staging area, the job
+ * runs in gpusort-gpud, the results come back through the slot.
+ *
+ * A backend never starts CUDA. Whether a GPU is usable is read from shared
+ * memory (the worker publishes it), so planning costs no GPU call at all.
+ *
+ * Each job is one connection (protocol.h). Waits sleep on the backend's
+ * latch and the socket, so statement_timeout and pg_cancel_backend stop a
+ * job at once: the client sends CANCEL and leaves; the service stops the
+ * job, frees its GPU memory and slot. The caller's buffers are written only
+ * after the job succeeded, so any failure (the service refusing, the GPU
+ * failing, gpusort-gpud dying mid-job) leaves the input intact and the
+ * engine can sort on the CPU instead (gpusort.device = auto).
+ *
+ * Nothing here raises an ERROR: failures are status codes with a message
+ * (gpu_last_error()), as the kernels' own API promises.
+ */
+#include "postgres.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/postmaster.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
+
+#include "gpusort.h"
+#include "service.h"
+
+int			gpusort_queue_timeout_ms = 1000;
+
+static char last_error[512] = "no GPU error";
+
+/* This backend's mapping of each GPU's staging area (the memfd it was
+ * handed), kept while that gpusort-gpud lives. */
+typedef struct StagingMapping
+{
+	uint64		generation;
+	char	   *base;
+	uint64		bytes;
+} StagingMapping;
+
+static StagingMapping mappings[GS_SERVICE_MAX_GPUS];
+
+const char *
+gpu_service_build(void)
+{
+	return GPUSORT_BUILD;
+}
+
+static void
+set_error(const char *format,...)
+pg_attribute_printf(1, 2);
+
+static void
+set_error(const char *format,...)
+{
+	va_list		args;
+
+	va_start(args, format);
+	vsnprintf(last_error, sizeof(last_error), format, args);
+	va_end(args);
+}
+
+const char *
+gpu_last_error(void)
+{
+	return last_error;
+}
+
+/* ------------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------------ */
+
+/* A sort that did not run on the GPU although it could have: a fallback
+ * under gpusort.device = auto (the CPU sorts it), an error under gpu. */
+void
+gpu_service_count_fallback(int gpu, GpuFallbackReason reason)
+{
+	if (gpu_service == NULL)
+		return;
+	if (gpusort_device == GS_DEVICE_GPU)
+	{
+		pg_atomic_fetch_add_u64(&gpu_service->counters.errors, 1);
+		if (gpu >= 0)
+			pg_atomic_fetch_add_u64(&gpu_service->gpus[gpu].counters.errors, 1);
+		return;
+	}
+	pg_atomic_fetch_add_u64(&gpu_service->counters.fallbacks[reason], 1);
+	if (gpu >= 0)
+		pg_atomic_fetch_add_u64(&gpu_service->gpus[gpu].counters.fallbacks[reason], 1);
+}
+
+static void
+count_job(int gpu, const gs_message *done, uint64 n, uint64 bytes)
+{
+	GpuServiceCounters *each[2] = {&gpu_service->counters, &gpu_service->gpus[gpu].counters};
+	uint64		gpu_us = (uint64) ((done->timing.upload_ms + done->timing.sort_ms +
+									done->timing.download_ms) * 1000.0);
+
+	for (int i = 0; i < 2; i++)
+	{
+		pg_atomic_fetch_add_u64(&each[i]->jobs, 1);
+		pg_atomic_fetch_add_u64(&each[i]->rows, n);
+		pg_atomic_fetch_add_u64(&each[i]->bytes_moved, bytes);
+		pg_atomic_fetch_add_u64(&each[i]->gpu_time_us, gpu_us);
+	}
+}
+
+static void
+count_queue_wait(int gpu, double queue_ms)
+{
+	/* under a millisecond is being admitted at once, not waiting */
+	if (queue_ms < 1.0)
+		return;
+	pg_atomic_fetch_add_u64(&gpu_service->counters.queued_jobs, 1);
+	pg_atomic_fetch_add_u64(&gpu_service->gpus[gpu].counters.queued_jobs, 1);
+	pg_atomic_fetch_add_u64(&gpu_service->counters.queue_wait_us, (uint64) (queue_ms * 1000));
+	pg_atomic_fetch_add_u64(&gpu_service->gpus[gpu].counters.queue_wait_us,
+							(uint64) (queue_ms * 1000));
+}
+
+/* ------------------------------------------------------------------------
+ * Which GPU, and whether any
+ * ------------------------------------------------------------------------ */
+
+static const char *
+state_phrase(GpuServiceState state)
+{
+	switch (state)
+	{
+		case GPU_SERVICE_NOT_STARTED:
+			return "has not started yet";
+		case GPU_SERVICE_DISABLED:
+			return "is disabled";
+		case GPU_SERVICE_STARTING:
+			return "is starting";
+		case GPU_SERVICE_READY:
+			return "is ready";
+		case GPU_SERVICE_NO_GPU:
+			return "found no usable GPU";
+		case GPU_SERVICE_RESTARTING:
+			return "is restarting";
+		case GPU_SERVICE_FAILED:
+			return "failed";
+	}
+	return "is in an unknown state";
+}
+
+/* Why no GPU is usable, in words a user can act on. */
+static void
+describe_unavailable(char *why, size_t size)
+{
+	GpuServiceState state;
+
+	if (gpu_service == NULL)
+	{
+		snprintf(why, size, "the GPU service is not running: add gpusort to "
+				 "shared_preload_libraries and restart the server");
+		return;
+	}
+	SpinLockAcquire(&gpu_service->mutex);
+	state = gpu_service->state;
+	if (state == GPU_SERVICE_READY && gpu_service->ngpus > 0)
+	{
+		GpuServiceGpu *g = &gpu_service->gpus[0];
+
+		state = g->state;
+		if (g->reason[0] != '\0')
+			snprintf(why, size, "the GPU service %s on GPU 0: %s",
+					 state_phrase(state), g->reason);
+		else
+			snprintf(why, size, "the GPU service %s on GPU 0", state_phrase(state));
+	}
+	else if (gpu_service->reason[0] != '\0')
+		snprintf(why, size, "the GPU service %s: %s", state_phrase(state),
+				 gpu_service->reason);
+	else
+		snprintf(why, size, "the GPU service %s", state_phrase(state));
+	SpinLockRelease(&gpu_service->mutex);
+}
+
+/* The usable GPU with the fewest jobs of backends now, taking turns among
+ * equally loaded ones when `take_turn`; -1 if none. */
+static int
+choose_gpu(bool take_turn)
+{
+	int			best = -1;
+	uint32		best_load = PG_UINT32_MAX;
+	int			ngpus;
+	uint32		start;
+
+	if (gpu_service == NULL)
+		return -1;
+	ngpus = gpu_service->ngpus;
+	if (ngpus <= 0)
+		return -1;
+	start = take_turn ? pg_atomic_fetch_add_u32(&gpu_service->next_gpu, 1) :
+		pg_atomic_read_u32(&gpu_service->next_gpu);
+	for (int k = 0; k < ngpus; k++)
+	{
+		int			gpu = (int) ((start + k) % ngpus);
+		uint32		load;
+
+		if (gpu_service->gpus[gpu].state != GPU_SERVICE_READY)
+			continue;
+		load = pg_atomic_read_u32(&gpu_service->gpus[gpu].in_flight);
+		if (load < best_load)
+		{
+			best = gpu;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+gpu_status
+gpu_device_probe(gpu_device_info *info)
+{
+	int			gpu;
+
+	memset(info, 0, sizeof(*info));
+	info->built_with_cuda = GPUSORT_WITH_CUDA;
+	gpu = choose_gpu(false);
+	if (gpu < 0)
+	{
+		describe_unavailable(info->reason, sizeof(info->reason));
+		return GPU_OK;
+	}
+	SpinLockAcquire(&gpu_service->mutex);
+	*info = gpu_service->gpus[gpu].device;
+	SpinLockRelease(&gpu_service->mutex);
+	info->built_with_cuda = GPUSORT_WITH_CUDA;
+	return GPU_OK;
+}
+
+gpu_status
+gpu_device_count(int *count)
+{
+	*count = 0;
+	if (gpu_service != NULL)
+		for (int gpu = 0; gpu < gpu_service->ngpus; gpu++)
+			if (gpu_service->gpus[gpu].state == GPU_SERVICE_READY)
+				(*count)++;
+	return GPU_OK;
+}
+
+/* Backends have no page-locked memory of their own: the staging area is. */
+gpu_status
+gpu_host_alloc(size_t bytes, void **pointer)
+{
+	(void) bytes;
+	*pointer = NULL;
+	set_error("backends use the GPU service's staging area");
+	return GPU_UNAVAILABLE;
+}
+
+void
+gpu_host_free(void *pointer)
+{
+	(void) pointer;
+}
+
+gpu_status
+gpu_host_register(void *pointer, size_t bytes)
+{
+	(void) pointer;
+	(void) bytes;
+	return GPU_UNAVAILABLE;
+}
+
+void
+gpu_host_unregister(void *pointer)
+{
+	(void) pointer;
+}
+
+/* ------------------------------------------------------------------------
+ * Talking to gpusort-gpud
+ * ------------------------------------------------------------------------ */
+
+typedef enum
+{
+	WAIT_OK,
+	WAIT_CLOSED,				/* the service went away */
+	WAIT_CANCELLED,				/* the poll function asked to stop */
+	WAIT_TIMED_OUT
+} wait_result;
+
+static int
+connect_to(int gpu)
+{
+	struct sockaddr_un address;
+	char		name[64];
+	size_t		length;
+	int			fd;
+
+	gs_service_socket_name(name, sizeof(name), (int) PostmasterPid, PostPortNumber, gpu);
+	length = strlen(name);
+	memset(&address, 0, sizeof(address));
+	address.sun_family = AF_UNIX;
+	memcpy(address.sun_path + 1, name, length);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *) &address,
+				(socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + length)) != 0)
+	{
+		int			save_errno = errno;
+
+		close(fd);
+		errno = save_errno;
+		return -1;
+	}
+	return fd;
+}
+
+static bool
+send_message(int fd, gs_message *message, gs_message_type type)
+{
+	message->magic = GS_SERVICE_MAGIC;
+	message->type = type;
+	for (;;)
+	{
+		ssize_t		sent = send(fd, message, sizeof(*message), MSG_NOSIGNAL);
+
+		if (sent == (ssize_t) sizeof(*message))
+			return true;
+		if (sent < 0 && errno == EINTR)
+			continue;
+		return false;
+	}
+}
+
+/*
+ * Receives one message, sleeping on the latch and the socket. `poll` (the
+ * engine's cancel check) is asked after every wake-up; timeout_ms < 0 waits
+ * without bound. A descriptor passed along (WELCOME) lands in *passed_fd.
+ */
+static wait_result
+receive_message(int fd, gs_message *message, gpu_poll_fn poll, void *poll_arg,
+				long timeout_ms, int *passed_fd)
+{
+	TimestampTz start = GetCurrentTimestamp();
+
+	for (;;)
+	{
+		struct iovec iov = {message, sizeof(*message)};
+		struct msghdr header;
+		char		control[CMSG_SPACE(sizeof(int))];
+		ssize_t		got;
+		int			events;
+		long		left = -1;
+
+		memset(&header, 0, sizeof(header));
+		header.msg_iov = &iov;
+		header.msg_iovlen = 1;
+		header.msg_control = control;
+		header.msg_controllen = sizeof(control);
+		got = recvmsg(fd, &header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (got >= 0)
+		{
+			struct cmsghdr *cmsg = CMSG_FIRSTHDR(&header);
+
+			if (cmsg != NULL && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+			{
+				int			received;
+
+				memcpy(&received, CMSG_DATA(cmsg), sizeof(int));
+				if (passed_fd != NULL && *passed_fd < 0)
+					*passed_fd = received;
+				else
+					close(received);
+			}
+			if (got != (ssize_t) sizeof(*message) || message->magic != GS_SERVICE_MAGIC)
+				return WAIT_CLOSED;
+			return WAIT_OK;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return WAIT_CLOSED;
+
+		if (timeout_ms >= 0)
+		{
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
+			left = timeout_ms - (secs * 1000 + usecs / 1000);
+			if (left <= 0)
+				return WAIT_TIMED_OUT;
+		}
+		events = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH |
+								   (left >= 0 ? WL_TIMEOUT : 0),
+								   fd, left, PG_WAIT_EXTENSION);
+		if (events & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		if (poll != NULL && poll(poll_arg))
+			return WAIT_CANCELLED;
+	}
+}
+
+/* Maps GPU `gpu`'s staging area if this backend has not yet, or if its
+ * process is new since. Takes ownership of memfd. */
+static bool
+map_staging(int gpu, const gs_message *welcome, int memfd)
+{
+	StagingMapping *m = &mappings[gpu];
+
+	if (m->base != NULL && m->generation == welcome->generation)
+	{
+		if (memfd >= 0)
+			close(memfd);
+		return true;
+	}
+	if (m->base != NULL)
+		munmap(m->base, m->bytes);
+	m->base = NULL;
+	if (memfd < 0)
+	{
+		set_error("the GPU service did not pass its staging area");
+		return false;
+	}
+	m->base = mmap(NULL, welcome->staging_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	close(memfd);
+	if (m->base == MAP_FAILED)
+	{
+		m->base = NULL;
+		set_error("cannot map the GPU service's staging area: %m");
+		return false;
+	}
+	m->bytes = welcome->staging_bytes;
+	m->generation = welcome->generation;
+	return true;
+}
+
+/* HELLO and WELCOME; the connection stays open for a job. -1 on failure
+ * (*why says what). */
+static int
+open_session(int gpu, gs_message *welcome, int *memfd, char *why, size_t why_size)
+{
+	gs_message	hello;
+	int			fd = connect_to(gpu);
+
+	*memfd = -1;
+	if (fd < 0)
+	{
+		snprintf(why, why_size, "cannot reach the GPU service's process for GPU %d: %m", gpu);
+		return -1;
+	}
+	memset(&hello, 0, sizeof(hello));
+	hello.protocol = GS_SERVICE_PROTOCOL;
+	strlcpy(hello.build, GPUSORT_BUILD, sizeof(hello.build));
+	if (!send_message(fd, &hello, GS_MSG_HELLO) ||
+		receive_message(fd, welcome, NULL, NULL, 10000, memfd) != WAIT_OK)
+	{
+		snprintf(why, why_size, "the GPU service's process for GPU %d did not answer", gpu);
+		close(fd);
+		return -1;
+	}
+	if (welcome->type == GS_MSG_REFUSED)
+	{
+		snprintf(why, why_size, "%s", welcome->message);
+		close(fd);
+		return -1;
+	}
+	if (welcome->type != GS_MSG_WELCOME)
+	{
+		snprintf(why, why_size, "the GPU service's process for GPU %d answered out of turn", gpu);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+bool
+gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size)
+{
+	int			memfd;
+	int			fd = open_session(gpu, welcome, &memfd, why, why_size);
+
+	if (fd < 0)
+		return false;
+	if (memfd >= 0)
+		close(memfd);
+	close(fd);
+	return true;
+}
+
+/* What the engine asked for, in one shape for the three kinds of job. */
+typedef struct ClientJob
+{
+	gs_message	submit;
+	void	   *keys;			/* in: keys; out: sorted keys */
+	uint32_t   *row_index;		/* out, or NULL */
+	gpu_poll_fn poll;
+	void	   *poll_arg;
+} ClientJob;
+
+/* Moves [offset, offset + length) of the area between `host` and the slot,
+ * piece by piece (a chunked job). */
+static wait_result
+move_through_slot(int fd, ClientJob *job, char *slot, uint64 slot_bytes, bool put,
+				  uint64 offset, uint64 length, char *host)
+{
+	for (uint64 done = 0; done < length;)
+	{
+		gs_message	message;
+		uint64		piece = Min(slot_bytes, length - done);
+		wait_result result;
+
+		memset(&message, 0, sizeof(message));
+		message.offset = offset + done;
+		message.length = piece;
+		if (put)
+			memcpy(slot, host + done, piece);
+		if (!send_message(fd, &message, put ? GS_MSG_PUT : GS_MSG_GET))
+			return WAIT_CLOSED;
+		result = receive_message(fd, &message, job->poll, job->poll_arg, -1, NULL);
+		if (result != WAIT_OK)
+			return result;
+		if (message.type != GS_MSG_ACK)
+			return WAIT_CLOSED;
+		if (!put)
+			memcpy(host + done, slot, piece);
+		done += piece;
+	}
+	return WAIT_OK;
+}
+
+static gpu_status
+status_of_refusal(const gs_message *refused, int gpu)
+{
+	switch ((gs_refusal) refused->refusal)
+	{
+		case GS_REFUSED_TOO_LARGE:
+			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
+			return GPU_OUT_OF_MEMORY;
+		case GS_REFUSED_QUEUE_TIMEOUT:
+			gpu_service_count_fallback(gpu, FALLBACK_QUEUE_TIMEOUT);
+			return GPU_BUSY;
+		case GS_REFUSED_OUT_OF_MEMORY:
+			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
+			return GPU_OUT_OF_MEMORY;
+		case GS_REFUSED_NO_GPU:
+		case GS_REFUSED_VERSION:
+			gpu_service_count_fallback(gpu, FALLBACK_NO_SERVICE);
+			return GPU_UNAVAILABLE;
+		case GS_REFUSED_BAD_REQUEST:
+			return GPU_INVALID;
+	}
+	return GPU_FAILED;
+}
+
+/* One job, start to end, on `gpu`. */
+static gpu_status
+run_on_service(int gpu, ClientJob *job, gs_message *done)
+{
+	gs_message	message;
+	char		why[256];
+	int			memfd;
+	int			fd;
+	uint64		n = job->submit.n;
+	uint64		key_area = n * job->submit.key_bytes;
+	char	   *slot;
+	wait_result result;
+
+	fd = open_session(gpu, &message, &memfd, why, sizeof(why));
+	if (fd < 0)
+	{
+		set_error("%s", why);
+		gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
+		return GPU_UNAVAILABLE;
+	}
+	if (!map_staging(gpu, &message, memfd))
+	{
+		close(fd);
+		return GPU_UNAVAILABLE;
+	}
+
+	/* admission */
+	message = job->submit;
+	if (!send_message(fd, &message, GS_MSG_SUBMIT))
+		goto lost;
+	result = receive_message(fd, &message, job->poll, job->poll_arg, -1, NULL);
+	if (result != WAIT_OK)
+		goto wait_failed;
+	if (message.type == GS_MSG_REFUSED)
+	{
+		set_error("%s", message.message);
+		close(fd);
+		count_queue_wait(gpu, message.queue_ms);
+		done->queue_ms = message.queue_ms;
+		return status_of_refusal(&message, gpu);
+	}
+	if (message.type != GS_MSG_ADMITTED ||
+		message.slot_offset + message.slot_bytes > mappings[gpu].bytes)
+		goto lost;
+	count_queue_wait(gpu, message.queue_ms);
+	slot = mappings[gpu].base + message.slot_offset;
+
+	/* the keys in, the job run, the results out */
+	if (message.chunked)
+	{
+		result = move_through_slot(fd, job, slot, message.slot_bytes, true, 0, key_area,
+								   job->keys);
+		if (result != WAIT_OK)
+			goto wait_failed;
+	}
+	else
+		memcpy(slot, job->keys, key_area);
+	if (!send_message(fd, &message, GS_MSG_RUN))
+		goto lost;
+	{
+		double		queue_ms = message.queue_ms;
+		bool		chunked = message.chunked;
+		uint64		slot_bytes = message.slot_bytes;
+
+		result = receive_message(fd, done, job->poll, job->poll_arg, -1, NULL);
+		if (result != WAIT_OK)
+			goto wait_failed;
+		if (done->type != GS_MSG_DONE)
+			goto lost;
+		done->queue_ms = queue_ms;
+		if (done->status != GPU_OK)
+		{
+			set_error("%s", done->message);
+			close(fd);
+			if (done->status == GPU_OUT_OF_MEMORY)
+				gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
+			else if (done->status != GPU_INTERRUPTED)
+				gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
+			return (gpu_status) done->status;
+		}
+		if (job->submit.kind != GS_JOB_MINMAX)
+		{
+			uint64		index_offset = gs_job_index_offset(n, job->submit.key_bytes);
+
+			if (chunked)
+			{
+				result = move_through_slot(fd, job, slot, slot_bytes, false, 0, key_area,
+										   job->keys);
+				if (result == WAIT_OK && job->row_index != NULL)
+					result = move_through_slot(fd, job, slot, slot_bytes, false, index_offset,
+											   n * sizeof(uint32_t), (char *) job->row_index);
+				if (result != WAIT_OK)
+					goto wait_failed;
+			}
+			else
+			{
+				memcpy(job->keys, slot, key_area);
+				if (job->row_index != NULL)
+					memcpy(job->row_index, slot + index_offset, n * sizeof(uint32_t));
+			}
+		}
+	}
+	close(fd);
+	count_job(gpu, done, n, key_area * 2 + (job->row_index ? n * sizeof(uint32_t) : 0));
+	return GPU_OK;
+
+wait_failed:
+	if (result == WAIT_CANCELLED)
+	{
+		/* tell the service, and leave: it frees the job's memory itself */
+		gs_message	cancel;
+
+		memset(&cancel, 0, sizeof(cancel));
+		send_message(fd, &cancel, GS_MSG_CANCEL);
+		close(fd);
+		set_error("the GPU sort was interrupted");
+		return GPU_INTERRUPTED;
+	}
+lost:
+	close(fd);
+	gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
+	set_error("the GPU service's process for GPU %d ended during the sort (see the server log)",
+			  gpu);
+	return GPU_FAILED;
+}
+
+static gpu_status
+run_job(ClientJob *job, gs_message *done, gpu_timing *timing)
+{
+	int			gpu = choose_gpu(true);
+	gpu_status	status;
+
+	memset(done, 0, sizeof(*done));
+	if (timing != NULL)
+		memset(timing, 0, sizeof(*timing));
+	if (gpu < 0)
+	{
+		char		why[256];
+
+		describe_unavailable(why, sizeof(why));
+		set_error("%s", why);
+		gpu_service_count_fallback(-1, FALLBACK_NO_SERVICE);
+		return GPU_UNAVAILABLE;
+	}
+	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
+	status = run_on_service(gpu, job, done);
+	pg_atomic_fetch_sub_u32(&gpu_service->gpus[gpu].in_flight, 1);
+	if (timing != NULL)
+	{
+		if (status == GPU_OK)
+			*timing = done->timing;
+		timing->queue_ms = (float) done->queue_ms;
+		timing->device_index = gpu;
+	}
+	return status;
+}
+
+static bool
+cancel_requested(void *arg)
+{
+	(void) arg;
+	return INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED() &&
+		(QueryCancelPending || ProcDiePending);
+}
+
+static void
+submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void *keys,
+			uint32_t *row_index, size_t memory_limit, gpu_poll_fn poll, void *poll_arg)
+{
+	memset(job, 0, sizeof(*job));
+	job->submit.kind = kind;
+	job->submit.n = n;
+	job->submit.key_bytes = key_bytes;
+	job->submit.with_index = row_index != NULL;
+	job->submit.memory_limit = memory_limit;
+	/* gpusort.device = gpu waits as long as it takes (statement_timeout
+	 * still applies); auto waits its bounded time, then sorts on the CPU */
+	job->submit.wait_ms = gpusort_device == GS_DEVICE_GPU ? -1 : gpusort_queue_timeout_ms;
+	job->keys = keys;
+	job->row_index = row_index;
+	job->poll = poll;
+	job->poll_arg = poll_arg;
+}
+
+gpu_status
+gpu_sort(gpu_sort_job *request, gpu_timing *timing)
+{
+	ClientJob	job;
+	gs_message	done;
+
+	request->host_data_touched = false;
+	if (request->n == 0)
+	{
+		if (timing != NULL)
+			memset(timing, 0, sizeof(*timing));
+		return GPU_OK;
+	}
+	submit_init(&job, GS_JOB_SORT, request->n, request->key_bytes, request->keys,
+				request->row_index, request->memory_limit, request->poll, request->poll_arg);
+	job.submit.key_bits = request->key_bits;
+	job.submit.algorithm = request->algorithm;
+	return run_job(&job, &done, timing);
+}
+
+gpu_status
+gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
+{
+	ClientJob	job;
+	gs_message	done;
+	gpu_status	status;
+
+	request->host_data_touched = false;
+	if (request->n == 0)
+	{
+		if (timing != NULL)
+			memset(timing, 0, sizeof(*timing));
+		request->valid_outputs = 0;
+		request->min_key = request->max_key = 0;
+		return GPU_OK;
+	}
+	submit_init(&job, GS_JOB_APPROX, request->n, request->key_bytes, request->keys,
+				request->row_index, request->memory_limit, request->poll, request->poll_arg);
+	job.submit.key_bits = request->key_bytes * 8;
+	job.submit.intervals = request->intervals;
+	job.submit.limit = request->limit;
+	status = run_job(&job, &done, timing);
+	if (status == GPU_OK)
+	{
+		request->valid_outputs = done.valid_outputs;
+		request->min_key = done.min_key;
+		request->max_key = done.max_key;
+	}
+	return status;
+}
+
+gpu_status
+gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
+		   gpu_timing *timing)
+{
+	ClientJob	job;
+	gs_message	done;
+	gpu_status	status;
+
+	if (n == 0)
+	{
+		if (timing != NULL)
+			memset(timing, 0, sizeof(*timing));
+		*min_key = *max_key = 0;
+		return GPU_OK;
+	}
+	/* gpu_minmax() takes no poll function: the job still stops for a
+	 * cancel, through the one below */
+	submit_init(&job, GS_JOB_MINMAX, n, 8, (void *) keys, NULL, 0, cancel_requested, NULL);
+	job.submit.key_bits = 64;
+	status = run_job(&job, &done, timing);
+	if (status == GPU_OK)
+	{
+		*min_key = done.min_key;
+		*max_key = done.max_key;
+	}
+	return status;
+}

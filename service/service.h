@@ -1,0 +1,113 @@
+/*
+ * service.h — the GPU service as PostgreSQL's processes see it: its state
+ * and statistics in PostgreSQL's shared memory, written by the service's
+ * background worker (worker.c) and by backends' client (client.c), read by
+ * gpusort_info() and the gpusort_stats view (src/stats.c).
+ *
+ * What the service owns, and who does what:
+ *   - worker.c: the background worker "gpusort GPU service". It starts one
+ *     gpusort-gpud per GPU, restarts one that dies, and publishes each one's
+ *     state here. Killing it is a crash of a server process (PostgreSQL
+ *     restarts the server); killing a gpusort-gpud is not.
+ *   - gpud.c: gpusort-gpud, the only process that runs CUDA (protocol.h).
+ *   - client.c: the backends' side. It offers kernels/gpu_api.h to the
+ *     engine, so the engine sorts "on the GPU" the same way whether the
+ *     kernels are linked in (unit tests) or reached through the service
+ *     (the server).
+ */
+#ifndef GPUSORT_SERVICE_H
+#define GPUSORT_SERVICE_H
+
+#include "postgres.h"
+
+#include "port/atomics.h"
+#include "storage/spin.h"
+#include "utils/timestamp.h"
+
+#include "protocol.h"
+
+typedef enum GpuServiceState
+{
+	GPU_SERVICE_NOT_STARTED = 0,	/* the worker has not started it yet */
+	GPU_SERVICE_DISABLED,		/* gpusort.devices = 'none' */
+	GPU_SERVICE_STARTING,		/* gpusort-gpud is starting CUDA */
+	GPU_SERVICE_READY,
+	GPU_SERVICE_NO_GPU,			/* it runs, but found its GPU unusable */
+	GPU_SERVICE_RESTARTING,		/* it died; the worker starts it again */
+	GPU_SERVICE_FAILED			/* given up on: see reason */
+} GpuServiceState;
+
+/* Why a sort that could have run on the GPU ran on the CPU. */
+typedef enum GpuFallbackReason
+{
+	FALLBACK_NO_SERVICE = 0,	/* no service, or no usable GPU in it */
+	FALLBACK_QUEUE_TIMEOUT,		/* waited gpusort.queue_timeout for memory */
+	FALLBACK_TOO_LARGE,			/* over the budget or the per-sort cap */
+	FALLBACK_GPU_ERROR,			/* the GPU failed the job */
+	FALLBACK_SERVICE_LOST,		/* gpusort-gpud died during the job */
+	FALLBACK_REASONS
+} GpuFallbackReason;
+
+typedef struct GpuServiceCounters
+{
+	pg_atomic_uint64 jobs;		/* jobs the GPU finished */
+	pg_atomic_uint64 rows;		/* keys those jobs sorted */
+	pg_atomic_uint64 bytes_moved;	/* to and from the GPU */
+	pg_atomic_uint64 gpu_time_us;	/* upload + sort + download */
+	pg_atomic_uint64 queued_jobs;	/* jobs that waited for admission */
+	pg_atomic_uint64 queue_wait_us;
+	pg_atomic_uint64 errors;	/* jobs that failed (any outcome) */
+	pg_atomic_uint64 fallbacks[FALLBACK_REASONS];
+} GpuServiceCounters;
+
+typedef struct GpuServiceGpu
+{
+	/* under the service's mutex */
+	GpuServiceState state;
+	pid_t		pid;
+	TimestampTz started_at;
+	int			restarts;
+	int			device_faults;
+	gpu_device_info device;
+	uint64		staging_bytes;
+	uint64		budget_bytes;
+	bool		emulated;
+	char		reason[256];
+
+	/* lock-free */
+	pg_atomic_uint32 in_flight;	/* jobs of backends on this GPU now */
+	GpuServiceCounters counters;
+} GpuServiceGpu;
+
+typedef struct GpuServiceShared
+{
+	slock_t		mutex;
+	GpuServiceState state;		/* of the service as a whole */
+	TimestampTz started_at;
+	int			ngpus;
+	char		reason[256];	/* when DISABLED or FAILED */
+	GpuServiceGpu gpus[GS_SERVICE_MAX_GPUS];
+	GpuServiceCounters counters;	/* everything, and what no GPU took */
+	TimestampTz stats_reset;
+	pg_atomic_uint32 next_gpu;	/* round robin among equally loaded GPUs */
+} GpuServiceShared;
+
+/* NULL unless gpusort is in shared_preload_libraries */
+extern GpuServiceShared *gpu_service;
+
+/* ---- worker.c ---- */
+extern char *gpusort_devices;
+extern int	gpusort_service_staging_mb;
+extern int	gpusort_service_memory_budget_mb;
+extern void gpusort_service_init(void);	/* from _PG_init */
+extern const char *gpu_service_state_name(GpuServiceState state);
+extern PGDLLEXPORT void gpusort_service_main(Datum arg);
+
+/* ---- client.c ---- */
+extern int	gpusort_queue_timeout_ms;
+/* Asks GPU `gpu`'s process for its WELCOME; false (and *why) if none. */
+extern bool gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size);
+extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
+extern const char *gpu_service_build(void);
+
+#endif							/* GPUSORT_SERVICE_H */

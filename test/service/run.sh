@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# The GPU service end to end, on any machine: test/service/run.sh
+#
+# Starts a throwaway server (PostgreSQL's defaults, gpusort preloaded) whose
+# gpusort-gpud processes run in the service's test mode
+# (GPUSORT_SERVICE_EMULATE: the CPU engine plays a GPU of a given memory,
+# GPUSORT_SERVICE_EMULATE_DELAY_MS makes each job last), so everything but
+# CUDA itself runs as in production: the worker, the processes it starts,
+# the staging memory, admission, the queue, cancellation, crashes. Checks:
+#   1. the regress suite with gpusort.device = gpu, every sort through the
+#      service (two emulated GPUs);
+#   2. gpusort_info() and gpusort_stats; two concurrent sorts on two GPUs;
+#   3. statement_timeout and pg_cancel_backend end a job promptly, and its
+#      memory comes back;
+#   4. a full budget: a sort waits in the queue, and under auto runs on the
+#      CPU after gpusort.queue_timeout, without a warning; EXPLAIN ANALYZE
+#      shows the wait;
+#   5. kill -9 of a gpusort-gpud mid-sort: the sort finishes on the CPU
+#      (auto) or fails with a clear error (gpu), the process comes back, and
+#      PostgreSQL does not restart;
+#   6. a server without the service (LOAD only) sorts on the CPU and says
+#      why.
+# Ends with "N passed, M failed". Expects gpusort built and installed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+bindir=$($pg_config --bindir)
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+bad() { failed=$((failed + 1)); echo "not ok - $1${2:+: $2}"; }
+check() { # check NAME EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "expected [$2], got [$3]"; fi
+}
+
+workdir=$(mktemp -d /tmp/gpusort-service.XXXXXX)
+port=${GPUSORT_SERVICE_TEST_PORT:-54339}
+run_as=""
+dbuser=$(id -un)
+if [ "$(id -u)" -eq 0 ]; then
+  dbuser=${GPUSORT_TEST_USER:-postgres}
+  run_as="runuser -u $dbuser --"
+  chown "$dbuser" "$workdir"
+fi
+export PGHOST="$workdir" PGPORT="$port" PGUSER="$dbuser" PGDATABASE=postgres
+psql_q() { "$bindir/psql" -X -q -A -t -v ON_ERROR_STOP=0 "$@" 2>&1; }
+
+stop_server() {
+  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m fast stop >/dev/null 2>&1
+}
+cleanup() {
+  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m immediate stop >/dev/null 2>&1
+  if [ "${GPUSORT_KEEP_LOG:-}" != "" ]; then cp "$workdir/server.log" "$GPUSORT_KEEP_LOG" 2>/dev/null; fi
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+# start_server PRELOAD EMULATE_MB GPUS DELAY_MS [extra conf]
+start_server() {
+  stop_server
+  cat > "$workdir/data/postgresql.auto.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$workdir'
+port = $port
+shared_preload_libraries = '$1'
+${5:-}
+CONF
+  $run_as env GPUSORT_SERVICE_EMULATE="$2" GPUSORT_SERVICE_EMULATE_GPUS="$3" \
+    GPUSORT_SERVICE_EMULATE_DELAY_MS="$4" \
+    "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" -w start >/dev/null \
+    || { cat "$workdir/server.log"; bad "server start"; echo "$passed passed, $failed failed"; exit 1; }
+  [ -n "$1" ] && wait_ready "${3:-1}"
+}
+
+# waits until N GPUs are ready (the service starts them after the server)
+wait_ready() {
+  for _ in $(seq 1 100); do
+    ready=$(psql_q -c "SELECT count(*) FROM gpusort_info() WHERE name LIKE 'gpu%_state' AND value = 'ready'")
+    [ "$ready" = "$1" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+$run_as "$bindir/initdb" -D "$workdir/data" -A trust -U "$dbuser" >"$workdir/initdb.log" 2>&1 \
+  || { cat "$workdir/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- 1. the regress suite through the service ----
+echo "== regress suite, gpusort.device = gpu, two emulated GPUs"
+start_server gpusort 2048 2 0 "gpusort.device = gpu"
+psql_q -c "CREATE EXTENSION gpusort" >/dev/null
+make -s installcheck PG_CONFIG="$pg_config" > "$workdir/regress.log" 2>&1
+total=$(grep -cE "^(ok|not ok) |^test .*\.\.\. |^     [a-z_]+ +\.\.\. " "$workdir/regress.log")
+badn=$(grep -cE "^not ok |\.\.\. FAILED|\.\.\. failed" "$workdir/regress.log")
+if [ "$total" -eq 0 ] || [ "$badn" -gt 0 ]; then
+  grep -E "\.\.\. " "$workdir/regress.log"
+  [ -f regression.diffs ] && head -n 100 regression.diffs
+  bad "regress suite through the service" "$badn of $total failed"
+else
+  ok "regress suite through the service ($total tests)"
+fi
+jobs=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
+[ "${jobs:-0}" -gt 100 ] 2>/dev/null && ok "the suite's sorts ran in the service ($jobs jobs)" \
+  || bad "the suite's sorts ran in the service" "jobs = $jobs"
+used=$(psql_q -c "SELECT count(*) FROM gpusort_stats WHERE gpu <> 'total' AND jobs > 0")
+check "both GPUs took jobs" 2 "$used"
+
+# ---- 2. info, stats, two GPUs at once ----
+echo "== gpusort_info(), gpusort_stats, two sorts on two GPUs"
+start_server gpusort 2048 2 1500
+psql_q -c "CREATE TABLE t AS SELECT (random() * 1e6)::int AS k, g FROM generate_series(1, 200000) g" >/dev/null
+check "service state" "ready" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'service_state'")"
+check "service GPUs" "2" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'service_gpus'")"
+check "gpu_usable" "yes" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu_usable'")"
+psql_q -c "SELECT gpusort_stats_reset()" >/dev/null
+sort_sql="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(k) FROM t))) WITH ORDINALITY AS u(v, i)) s"
+start=$(date +%s%N)
+psql_q -c "$sort_sql" > "$workdir/a.out" &
+psql_q -c "$sort_sql" > "$workdir/b.out" &
+wait
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "concurrent sort 1 (rows, ordered)" "200000|t" "$(tail -n 1 "$workdir/a.out")"
+check "concurrent sort 2 (rows, ordered)" "200000|t" "$(tail -n 1 "$workdir/b.out")"
+check "one job on each GPU" "0:1 1:1" \
+  "$(psql_q -c "SELECT string_agg(gpu || ':' || jobs, ' ' ORDER BY gpu) FROM gpusort_stats WHERE gpu <> 'total'")"
+[ "$ms" -lt 2900 ] && ok "the two 1.5 s jobs ran side by side (${ms} ms)" \
+  || bad "the two 1.5 s jobs ran side by side" "${ms} ms"
+check "the sorted array is a permutation of the input" "t" \
+  "$(psql_q -c "SET gpusort.device = gpu; SELECT (SELECT array_agg(k ORDER BY k) FROM t) = gpu_sort((SELECT array_agg(k) FROM t))")"
+
+# ---- 3. cancellation ----
+echo "== statement_timeout and pg_cancel_backend"
+start=$(date +%s%N)
+out=$(psql_q -c "SET statement_timeout = 300; $sort_sql")
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+case "$out" in *"canceling statement due to statement timeout"*) ok "statement_timeout ends the job";;
+  *) bad "statement_timeout ends the job" "$out";; esac
+[ "$ms" -lt 1200 ] && ok "and returns promptly (${ms} ms)" || bad "and returns promptly" "${ms} ms"
+psql_q -c "SET application_name = 'to_cancel'; $sort_sql" > "$workdir/c.out" &
+sleep 0.5
+psql_q -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'to_cancel'" >/dev/null
+wait
+case "$(cat "$workdir/c.out")" in *"canceling statement due to user request"*) ok "pg_cancel_backend ends the job";;
+  *) bad "pg_cancel_backend ends the job" "$(cat "$workdir/c.out")";; esac
+sleep 0.2
+check "no job left running" "0" \
+  "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
+check "the session is usable after the cancel" "200000|t" "$(psql_q -c "$sort_sql" | tail -n 1)"
+
+# ---- 4. a full budget: the queue ----
+echo "== the queue: admission by the GPU budget"
+# 30 MB of emulated GPU memory: one 200000-key job at a time
+start_server gpusort 30 1 1500
+psql_q -c "SELECT gpusort_stats_reset()" >/dev/null
+psql_q -c "$sort_sql" > "$workdir/a.out" &
+sleep 0.3
+auto_sql="SET gpusort.queue_timeout = 300; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(k) FROM t))) WITH ORDINALITY AS u(v, i)) s"
+out=$(psql_q -c "$auto_sql")
+check "under auto, a sort that waited out queue_timeout ran on the CPU" "200000|t" "$(echo "$out" | tail -n 1)"
+case "$out" in *WARNING*) bad "no warning for the queue timeout" "$out";; *) ok "no warning for the queue timeout";; esac
+psql_q -c "$sort_sql" > "$workdir/b.out" &
+explain=$(psql_q -c "SET work_mem = '256MB'; SET gpusort.min_rows = 0; SET gpusort.device = gpu; EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM t ORDER BY k")
+wait
+check "the first sort ran" "200000|t" "$(tail -n 1 "$workdir/a.out")"
+check "a sort queued under gpu waited and ran" "200000|t" "$(tail -n 1 "$workdir/b.out")"
+case "$explain" in *"GPU Queue Wait: "*) ok "EXPLAIN ANALYZE shows the queue wait";;
+  *) bad "EXPLAIN ANALYZE shows the queue wait" "$explain";; esac
+check "stats: one queue-timeout fallback" "1" \
+  "$(psql_q -c "SELECT fallbacks_queue_timeout FROM gpusort_stats WHERE gpu = 'total'")"
+queued=$(psql_q -c "SELECT queued_jobs FROM gpusort_stats WHERE gpu = 'total'")
+[ "${queued:-0}" -ge 2 ] 2>/dev/null && ok "stats: queued jobs counted ($queued)" || bad "stats: queued jobs counted" "$queued"
+out=$(psql_q -c "SET gpusort.device = gpu; SELECT count(*) FROM unnest(gpu_sort((SELECT array_agg(g) FROM generate_series(1, 3000000) g)))")
+case "$out" in *"ERROR:  out of GPU memory: the sort needs about "*" MB of GPU memory, more than the service's budget of 27 MB"*)
+  ok "too large for the budget: a clear error under gpu";;
+  *) bad "too large for the budget: a clear error under gpu" "$out";; esac
+
+# ---- 5. a crash of the CUDA process ----
+echo "== kill -9 of gpusort-gpud during a sort"
+start_server gpusort 2048 1 2000
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+postmaster_pid=$(head -n 1 "$workdir/data/postmaster.pid")
+psql_q -c "$auto_sql" > "$workdir/a.out" &
+sleep 0.7
+kill -9 "$gpud_pid"
+wait
+check "under auto the sort finished on the CPU" "200000|t" "$(tail -n 1 "$workdir/a.out")"
+case "$(cat "$workdir/a.out")" in *"ended during the sort"*) ok "with a warning that says why";;
+  *) bad "with a warning that says why" "$(cat "$workdir/a.out")";; esac
+wait_ready 1 && ok "the process came back" || bad "the process came back"
+check "its restart is counted" "1" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_restarts'")"
+new_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+[ "$new_pid" != "$gpud_pid" ] && ok "under a new pid" || bad "under a new pid"
+psql_q -c "$sort_sql" > "$workdir/b.out" &
+sleep 0.7
+kill -9 "$new_pid"
+wait
+case "$(cat "$workdir/b.out")" in *"ERROR:  GPU sort failed: the GPU service's process for GPU 0 ended during the sort"*)
+  ok "under gpu the sort fails with a clear error";;
+  *) bad "under gpu the sort fails with a clear error" "$(cat "$workdir/b.out")";; esac
+wait_ready 1
+check "sorts run in the service again" "200000|t" "$(psql_q -c "$sort_sql" | tail -n 1)"
+check "PostgreSQL did not restart (same postmaster)" "$postmaster_pid" "$(head -n 1 "$workdir/data/postmaster.pid")"
+if grep -qE "terminated by signal|reinitializing|terminating any other active" "$workdir/server.log"; then
+  bad "no server process crashed" "$(grep -E "terminated by signal|reinitializing|terminating any other" "$workdir/server.log" | head -3)"
+else
+  ok "no server process crashed"
+fi
+grep -q "gpusort GPU service: the process of GPU 0 (pid $gpud_pid) was killed by signal 9; restarting it" "$workdir/server.log" \
+  && ok "the log says what happened" || bad "the log says what happened"
+
+# ---- 6. no service ----
+echo "== LOAD without shared_preload_libraries"
+start_server "" 2048 1 0
+out=$(psql_q -c "LOAD 'gpusort'" -c "SELECT value FROM gpusort_info() WHERE name = 'reason'")
+case "$out" in *"add gpusort to shared_preload_libraries"*) ok "gpusort_info() says why there is no GPU";;
+  *) bad "gpusort_info() says why there is no GPU" "$out";; esac
+check "sorts run on the CPU" "{1,2,3}" "$(psql_q -c "CREATE EXTENSION IF NOT EXISTS gpusort" -c "SELECT gpu_sort(ARRAY[3,1,2])" | tail -n 1)"
+out=$(psql_q -c "SET gpusort.device = gpu; SELECT gpu_sort(ARRAY[3,1,2])")
+case "$out" in *"no usable GPU: the GPU service is not running"*) ok "under gpu: an error naming the fix";;
+  *) bad "under gpu: an error naming the fix" "$out";; esac
+
+echo "$passed passed, $failed failed"
