@@ -7,10 +7,13 @@
 #   make unittest            engine unit tests with plain cc (no PostgreSQL)
 #   make dist                gpusort-<version>.zip for PGXN (git archive of HEAD)
 #
-# Layers: src/ (PostgreSQL glue) -> engine/ (plain C) -> kernels/ (CUDA).
-# The CUDA objects are linked through SHLIB_LINK, not OBJS, so PGXS never
-# tries to make LLVM bitcode of them; cudart is linked statically so the
-# module loads on machines with no GPU and no driver.
+# Layers: src/ (PostgreSQL glue) -> engine/ (plain C) -> service/ (the GPU
+# service) -> kernels/ (CUDA).
+# gpusort.so holds no CUDA: its engine reaches the GPU through the service's
+# client (service/client.c). The kernels are linked, with cudart statically,
+# into gpusort-gpud, the service's CUDA process (service/gpud.c), installed
+# beside the postgres binary; it runs on machines with no GPU and no driver
+# and says so.
 
 EXTENSION = gpusort
 MODULE_big = gpusort
@@ -22,10 +25,12 @@ DATA = $(notdir $(wildcard $(srcdir)/gpusort--*.sql))
 PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
 
 GLUE_OBJS = src/gpusort.o src/errors.o src/types.o src/array_functions.o \
-	src/info.o src/planner.o src/executor.o src/explain.o
+	src/info.o src/stats.o src/planner.o src/executor.o src/explain.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
-OBJS = $(GLUE_OBJS) $(ENGINE_OBJS)
+SERVICE_OBJS = service/worker.o service/client.o
+OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
+GPUD = service/gpusort-gpud
 
 REGRESS = setup array_sort array_functions order_by order_by_limits \
 	order_by_cursor order_by_explain approximate errors upgrade
@@ -58,17 +63,20 @@ NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 CUDA_OBJS = $(addprefix $(kernels_dir)/, gpu_device.o gpu_sort.o \
 	gpu_networks.o gpu_radix.o gpu_approx.o gpu_minmax.o gpu_merge.o)
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
-SHLIB_LINK += $(CUDA_OBJS) $(CUDA_LIBS)
+GPUD_GPU = $(CUDA_OBJS) $(CUDA_LIBS)
+WITH_CUDA_FLAG = 1
 else
 CUDA_OBJS =
-OBJS += kernels/gpu_stub.o
 CUDA_LIBS =
+GPUD_GPU = $(srcdir)/kernels/gpu_stub.c
+WITH_CUDA_FLAG = 0
 endif
 
-EXTRA_CLEAN = $(CUDA_OBJS) kernels/gpu_stub.o results regression.diffs regression.out \
+EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs regression.out \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
 
-PG_CPPFLAGS = -I$(srcdir)/engine -I$(srcdir)/kernels
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/engine -I$(srcdir)/kernels -I$(srcdir)/service \
+	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -91,14 +99,31 @@ kernels_dir := $(patsubst ./%,%,$(top_dir)/kernels)
 # writes its objects under src/, engine/, kernels/ of the build directory;
 # PGXS does not create them.
 ifneq ($(top_dir),.)
-$(shell mkdir -p src engine kernels)
+$(shell mkdir -p src engine kernels service)
 endif
 
-
-$(shlib): $(CUDA_OBJS)
+# ---- gpusort-gpud: the GPU service's CUDA process ----
+# Plain C, no PostgreSQL: the kernels, the engine (its CPU sort plays the
+# GPU in the service's test mode) and cudart, linked statically.
+ENGINE_SRCS_ABS = $(addprefix $(srcdir)/, $(ENGINE_OBJS:.o=.c))
+all: $(GPUD)
+$(GPUD): $(srcdir)/service/gpud.c $(srcdir)/service/protocol.h $(ENGINE_SRCS_ABS) \
+		$(wildcard $(srcdir)/engine/*.h $(srcdir)/kernels/*.h) $(CUDA_OBJS)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -pthread -I$(srcdir)/engine -I$(srcdir)/kernels \
+		-o $@ $(srcdir)/service/gpud.c $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
+install: install-gpud
+.PHONY: install-gpud
+install-gpud: $(GPUD)
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
+	$(INSTALL_PROGRAM) $(GPUD) '$(DESTDIR)$(bindir)/gpusort-gpud'
+uninstall: uninstall-gpud
+.PHONY: uninstall-gpud
+uninstall-gpud:
+	rm -f '$(DESTDIR)$(bindir)/gpusort-gpud'
 
 # PGXS knows no header dependencies
-$(GLUE_OBJS): $(wildcard src/*.h) engine/gpusort_engine.h kernels/interval_map.h
+$(GLUE_OBJS) $(SERVICE_OBJS): $(wildcard src/*.h service/*.h) engine/gpusort_engine.h \
+	kernels/interval_map.h kernels/gpu_api.h
 $(ENGINE_OBJS): $(wildcard engine/*.h) $(wildcard kernels/*.h)
 
 $(kernels_dir)/%.o: $(kernels_dir)/%.cu $(wildcard $(kernels_dir)/*.h $(kernels_dir)/*.cuh)

@@ -504,6 +504,7 @@ typedef struct ClientJob
 	uint32_t   *row_index;		/* out, or NULL */
 	gpu_poll_fn poll;
 	void	   *poll_arg;
+	bool		copied_back;	/* the caller's buffers hold the results */
 } ClientJob;
 
 /* Moves [offset, offset + length) of the area between `host` and the slot,
@@ -535,6 +536,40 @@ move_through_slot(int fd, ClientJob *job, char *slot, uint64 slot_bytes, bool pu
 		done += piece;
 	}
 	return WAIT_OK;
+}
+
+/*
+ * What came back must be an answer to what went out: the first `count`
+ * row numbers each below n and none twice, and an exact sort's keys in
+ * order. Memory shared with another process is checked, not trusted: a
+ * wrong permutation would make the executor return wrong rows.
+ */
+static bool
+results_plausible(const ClientJob *job, uint64 count)
+{
+	uint64		n = job->submit.n;
+
+	if (job->row_index != NULL)
+	{
+		uint64	   *seen = calloc((n + 63) / 64, sizeof(uint64));
+		bool		ok = seen != NULL;
+
+		for (uint64 i = 0; ok && i < count; i++)
+		{
+			uint32_t	row = job->row_index[i];
+
+			if (row >= n || (seen[row / 64] >> (row % 64)) & 1)
+				ok = false;
+			else
+				seen[row / 64] |= (uint64) 1 << (row % 64);
+		}
+		free(seen);
+		if (!ok)
+			return false;
+	}
+	if (job->submit.kind == GS_JOB_SORT)
+		return gs_check_sorted(job->keys, job->submit.key_bytes, job->row_index, n);
+	return true;
 }
 
 static gpu_status
@@ -645,6 +680,8 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 		{
 			uint64		index_offset = gs_job_index_offset(n, job->submit.key_bytes);
 
+			job->copied_back = true;
+
 			if (chunked)
 			{
 				result = move_through_slot(fd, job, slot, slot_bytes, false, 0, key_area,
@@ -664,6 +701,13 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 		}
 	}
 	close(fd);
+	if (job->submit.kind != GS_JOB_MINMAX &&
+		!results_plausible(job, job->submit.kind == GS_JOB_APPROX ? done->valid_outputs : n))
+	{
+		set_error("the GPU service returned a sort that is not a permutation of the input");
+		gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
+		return GPU_FAILED;
+	}
 	count_job(gpu, done, n, key_area * 2 + (job->row_index ? n * sizeof(uint32_t) : 0));
 	return GPU_OK;
 
@@ -750,6 +794,7 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 {
 	ClientJob	job;
 	gs_message	done;
+	gpu_status	status;
 
 	request->host_data_touched = false;
 	if (request->n == 0)
@@ -762,7 +807,9 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 				request->row_index, request->memory_limit, request->poll, request->poll_arg);
 	job.submit.key_bits = request->key_bits;
 	job.submit.algorithm = request->algorithm;
-	return run_job(&job, &done, timing);
+	status = run_job(&job, &done, timing);
+	request->host_data_touched = job.copied_back && status != GPU_OK;
+	return status;
 }
 
 gpu_status
@@ -787,6 +834,7 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 	job.submit.intervals = request->intervals;
 	job.submit.limit = request->limit;
 	status = run_job(&job, &done, timing);
+	request->host_data_touched = job.copied_back && status != GPU_OK;
 	if (status == GPU_OK)
 	{
 		request->valid_outputs = done.valid_outputs;

@@ -117,14 +117,14 @@ static uint64_t budget_used = 0;
 static Waiter *queue_head = NULL;
 static Waiter *queue_tail = NULL;
 
-/* First fit in the staging area; false when no gap is large enough. */
+/* First fit in the staging area for `bytes` (a multiple of SLOT_ALIGN);
+ * false when no gap is large enough. */
 static bool
 slot_take(uint64_t bytes, uint64_t *offset)
 {
 	uint64_t	start = 0;
 	int			i;
 
-	bytes = (bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
 	if (nslots == MAX_SLOTS)
 		return false;
 	for (i = 0; i <= nslots; i++)
@@ -678,10 +678,13 @@ serve_connection(void *arg)
 		goto out;
 	}
 	area_bytes = gs_job_area_bytes(job.n, job.key_bytes, job.with_index);
-	chunked = area_bytes > service.staging_bytes;
-	slot_bytes = chunked ? (service.staging_bytes < CHUNK_SLOT_BYTES ?
-							service.staging_bytes : CHUNK_SLOT_BYTES) : area_bytes;
-	slot_bytes = slot_bytes / SLOT_ALIGN * SLOT_ALIGN;
+	/* the slot holds the whole area, or (chunked) pieces of it */
+	chunked = area_bytes > service.staging_bytes / SLOT_ALIGN * SLOT_ALIGN;
+	if (chunked)
+		slot_bytes = (service.staging_bytes < CHUNK_SLOT_BYTES ?
+					  service.staging_bytes : CHUNK_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
+	else
+		slot_bytes = (area_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
 	gpu_bytes = estimate_gpu_bytes(&job);
 	if (gpu_bytes > service.budget_bytes)
 	{

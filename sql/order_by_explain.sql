@@ -53,7 +53,7 @@ CREATE FUNCTION explain_lines(query text) RETURNS SETOF text LANGUAGE plpgsql AS
 DECLARE line text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING ON, SUMMARY OFF) ' || query LOOP
-    CONTINUE WHEN line ~ 'GPU Memory';  -- only where a GPU sorted
+    CONTINUE WHEN line ~ 'GPU Memory|GPU Queue Wait';  -- only where a GPU sorted
     line := regexp_replace(line, 'actual time=[0-9.]+\.\.[0-9.]+', 'actual time=N..N');
     line := regexp_replace(line, 'Device: .*', 'Device: X');
     line := regexp_replace(line, '=[0-9.]+', '=N', 'g');

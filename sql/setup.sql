@@ -13,3 +13,6 @@ SELECT (SELECT value FROM gpusort_info() WHERE name = 'gpu_usable') = 'yes'
 -- settings live under one prefix
 SELECT name, setting FROM pg_settings WHERE name LIKE 'gpusort.%'
   AND name NOT IN ('gpusort.device') ORDER BY name;
+
+-- the GPU service reports its state (test/service/ tests the service itself)
+SELECT count(*) AS service_state_rows FROM gpusort_info() WHERE name = 'service_state';

@@ -10,6 +10,7 @@
  * does CHECK_FOR_INTERRUPTS() raise the error.
  */
 #include "gpusort.h"
+#include "service.h"
 
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -50,10 +51,20 @@ gpusort_request_init(gs_sort_request *request)
 	request->poll = cancel_pending;
 }
 
+/*
+ * A sort that ran on the CPU although it could have used the GPU: counted
+ * in gpusort_stats, and a WARNING when the GPU failed it. Waiting out
+ * gpusort.queue_timeout is the setting doing its job: no warning.
+ */
 static void
-warn_if_fell_back(const gs_sort_report *report)
+note_fallback(const gs_sort_report *report)
 {
-	if (report->fell_back)
+	if (report->ran_on != GS_DEVICE_CPU || gpusort_device != GS_DEVICE_AUTO)
+		return;
+	/* the GPU was never tried (none usable): the client did not count it */
+	if (!report->fell_back && report->gpu_status == GS_ERR_GPU_UNAVAILABLE)
+		gpu_service_count_fallback(-1, FALLBACK_NO_SERVICE);
+	if (report->fell_back && report->gpu_status != GS_ERR_GPU_BUSY)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
 				 errmsg("GPU sort failed; sorted on the CPU instead"),
@@ -69,7 +80,7 @@ gpusort_check_status(gs_status status, const gs_sort_report *report)
 	switch (status)
 	{
 		case GS_OK:
-			warn_if_fell_back(report);
+			note_fallback(report);
 			return;
 		case GS_ERR_INTERRUPTED:
 			CHECK_FOR_INTERRUPTS();
@@ -94,8 +105,16 @@ gpusort_check_status(gs_status status, const gs_sort_report *report)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of GPU memory: %s", report->gpu_message),
-					 errhint("Raise gpusort.gpu_memory_limit, or set gpusort.device = 'auto' "
+					 errhint("A superuser can raise gpusort.gpu_memory_limit or "
+							 "gpusort.service_memory_budget; or set gpusort.device = 'auto' "
 							 "to sort on the CPU when the GPU cannot.")));
+			break;
+		case GS_ERR_GPU_BUSY:
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("the GPU stayed busy: %s", report->gpu_message),
+					 errhint("Raise gpusort.queue_timeout, or set gpusort.device = 'auto' "
+							 "to sort on the CPU when the GPU is busy.")));
 			break;
 		case GS_ERR_GPU_FAILURE:
 			ereport(ERROR,

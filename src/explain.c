@@ -12,6 +12,7 @@
  * transfers, sort and emit.
  */
 #include "gpusort.h"
+#include "service.h"
 
 #include "commands/explain.h"
 #include "nodes/plannodes.h"
@@ -57,10 +58,16 @@ device_description(GpuSortState *state)
 
 	if (report->ran_on == GS_DEVICE_GPU)
 	{
-		gs_gpu_info gpu;
+		char		name[256] = "";
 
-		gs_gpu_info_get(&gpu);
-		return psprintf("GPU (%s)", gpu.name);
+		if (gpu_service != NULL && report->gpu_index >= 0 &&
+			report->gpu_index < GS_SERVICE_MAX_GPUS)
+		{
+			SpinLockAcquire(&gpu_service->mutex);
+			strlcpy(name, gpu_service->gpus[report->gpu_index].device.name, sizeof(name));
+			SpinLockRelease(&gpu_service->mutex);
+		}
+		return psprintf("GPU %d (%s)", report->gpu_index, name);
 	}
 	if (report->fell_back)
 		return psprintf("CPU (the GPU failed: %s)", report->gpu_message);
@@ -113,6 +120,8 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	if (state->report.ran_on == GS_DEVICE_GPU)
 		ExplainPropertyInteger("GPU Memory", "kB",
 							   (int64) ((state->report.gpu_bytes + 1023) / 1024), es);
+	if (es->timing && (state->report.ran_on == GS_DEVICE_GPU || state->report.queue_ms > 0))
+		ExplainPropertyFloat("GPU Queue Wait", "ms", state->report.queue_ms, 3, es);
 	if (es->timing)
 	{
 		if (es->format == EXPLAIN_FORMAT_TEXT)

@@ -6,15 +6,19 @@
  * GpuSort, that the planner picks for ORDER BY on integer keys (planner.c,
  * executor.c, explain.c). Both turn their values into order-preserving
  * unsigned keys and hand them to the engine (engine/), which sorts on the GPU
- * through kernels/ when one is usable and on the CPU otherwise, with the same
- * result.
+ * when one is usable and on the CPU otherwise, with the same result.
  *
- * _PG_init only defines settings and registers hooks. It must not touch
- * CUDA: with shared_preload_libraries it runs in the postmaster, and a
- * process forked from one that initialised CUDA cannot use the GPU. CUDA
- * starts in each backend on its first sort (or gpusort_info()).
+ * The GPU belongs to the GPU service (service/): with gpusort in
+ * shared_preload_libraries, a background worker starts one gpusort-gpud
+ * process per GPU, and backends and parallel workers send it their sorts.
+ * No PostgreSQL process ever starts CUDA; without the service (a plain LOAD)
+ * sorts run on the CPU, and gpusort_info() says why.
+ *
+ * _PG_init only defines settings, registers hooks and, when preloaded, the
+ * service's shared memory and worker.
  */
 #include "gpusort.h"
+#include "service.h"
 
 #include "fmgr.h"
 #include "utils/guc.h"
@@ -85,11 +89,20 @@ _PG_init(void)
 							PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpusort.gpu_memory_limit",
-							"Most GPU memory one sort may use; 0 means whatever the GPU has free.",
+							"Most GPU memory one sort may use; 0 means no cap below the GPU service's budget.",
 							"A sort that needs more runs on the CPU (with a WARNING) "
 							"under gpusort.device = auto, and fails under gpu.",
 							&gpusort_gpu_memory_limit_mb, 0, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpusort.queue_timeout",
+							"Longest wait for GPU memory under gpusort.device = auto before sorting on the CPU.",
+							"A sort the GPU service cannot admit at once (its memory "
+							"budget is taken) waits in its queue this long. Under "
+							"gpusort.device = gpu it waits as long as it takes "
+							"(statement_timeout applies).",
+							&gpusort_queue_timeout_ms, 1000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpusort.approximate_intervals",
 							"Opt-in approximate ORDER BY: number of equal-width intervals, 0 = off.",
@@ -103,6 +116,8 @@ _PG_init(void)
 							 "Turn off for output that is the same on every machine.",
 							 &gpusort_explain_details, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	gpusort_service_init();
 
 	MarkGUCPrefixReserved("gpusort");
 

@@ -8,9 +8,10 @@
 #   --verify), the same as this tree's (so the regress suite tests this
 #   tree's SQL), and no other gpusort file lies beside them (a by-hand
 #   make install left over);
-# - gpusort.so carries the CUDA kernels (.nv_fatbin) and the CUDA runtime
-#   statically (no libcudart.so needed); the copyright file states the CUDA
-#   runtime's licence;
+# - gpusort-gpud (the GPU service's CUDA process, beside postgres) is the
+#   package's and carries the CUDA kernels (.nv_fatbin) and the CUDA runtime
+#   statically (no libcudart.so needed); gpusort.so has no CUDA at all; the
+#   copyright file states the CUDA runtime's licence;
 # - if a server answers psql (PGHOST, PGPORT, PGUSER, PGDATABASE as usual,
 #   as a superuser): the library a backend maps after LOAD 'gpusort' is the
 #   package's file, and gpusort_info() says built_with_cuda = yes.
@@ -48,7 +49,8 @@ owned_by_pkg() { # the file exists and dpkg says the package owns it
   owner=$(dpkg -S "$1" 2>&1) || { echo "$owner"; return 1; }
   [ "${owner%%: *}" = "$pkg" ] || { echo "$owner"; return 1; }
 }
-files=("$pkglibdir/gpusort.so" "$extdir/gpusort.control")
+gpud="$("$pg_config" --bindir)/gpusort-gpud"
+files=("$pkglibdir/gpusort.so" "$extdir/gpusort.control" "$gpud")
 for f in gpusort--*.sql; do files+=("$extdir/$f"); done
 for f in "${files[@]}"; do
   check "$f belongs to $pkg" owned_by_pkg "$f"
@@ -80,13 +82,15 @@ for f in gpusort--*.sql; do
 done
 
 has_fatbin() { objdump -h "$1" | grep -q '\.nv_fatbin' || { echo "no .nv_fatbin section"; return 1; }; }
-check "gpusort.so carries the CUDA kernels (.nv_fatbin)" has_fatbin "$pkglibdir/gpusort.so"
+check "gpusort-gpud carries the CUDA kernels (.nv_fatbin)" has_fatbin "$gpud"
+no_cuda() { ! objdump -h "$1" | grep -q '\.nv_fatbin' || { echo "has .nv_fatbin"; return 1; }; }
+check "gpusort.so has no CUDA code (backends never start CUDA)" no_cuda "$pkglibdir/gpusort.so"
 no_dynamic_cudart() {
   local needed
   needed=$(objdump -p "$1" | awk '/NEEDED/ {print $2}')
   ! echo "$needed" | grep -q cudart || { echo "NEEDED: $needed"; return 1; }
 }
-check "gpusort.so links the CUDA runtime statically (no libcudart.so NEEDED)" no_dynamic_cudart "$pkglibdir/gpusort.so"
+check "gpusort-gpud links the CUDA runtime statically (no libcudart.so NEEDED)" no_dynamic_cudart "$gpud"
 copyright=/usr/share/doc/$pkg/copyright
 states_cuda_licence() { grep -q "libcudart_static.a" "$1" && grep -q "CUDA Toolkit End User License Agreement" "$1"; }
 check "$copyright states the CUDA runtime's licence" states_cuda_licence "$copyright"
