@@ -14,7 +14,10 @@
 #    its Debian package (test/setup.sh), that the server loads it from there
 #    (test/check_package.sh);
 # 5. the server log: a backend "terminated by signal" is a failure;
-# 6. gpusort on a Citus cluster (test/citus/run.sh), where Citus is
+# 6. the GPU service end to end (test/service/run.sh): its own server, whose
+#    GPU processes play GPUs with the CPU engine; GPUSORT_SERVICE_TEST=0
+#    skips it;
+# 7. gpusort on a Citus cluster (test/citus/run.sh), where Citus is
 #    installed (test/setup.sh installs it) or this runs as root.
 # It expects gpusort built and installed (test/setup.sh). N counts every
 # unit-test check, every regress and isolation test, every fuzzed query and
@@ -134,7 +137,16 @@ else
 fi
 [ -n "${GPUSORT_TEST_LOG_COPY:-}" ] && cp "$workdir/server.log" "$GPUSORT_TEST_LOG_COPY"
 
-# ---- 6. Citus ----
+# ---- 6. the GPU service ----
+if [ "${GPUSORT_SERVICE_TEST:-1}" != 0 ]; then
+  echo "== the GPU service (emulated GPUs: queue, cancellation, crashes)"
+  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m fast stop >/dev/null 2>&1
+  test/service/run.sh > "$workdir/service.log" 2>&1
+  grep -E "^(not ok|==)|^[0-9]+ passed" "$workdir/service.log"
+  count_from "$workdir/service.log" "the GPU service test"
+fi
+
+# ---- 7. Citus ----
 citus_lib="$($pg_config --pkglibdir)/citus.so"
 if [ "${GPUSORT_CITUS:-1}" != 0 ] && { [ -f "$citus_lib" ] || [ "$(id -u)" -eq 0 ]; } &&
    [ "$($pg_config --bindir)" = /usr/lib/postgresql/15/bin ]; then

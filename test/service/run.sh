@@ -129,8 +129,27 @@ check "one job on each GPU" "0:1 1:1" \
 check "the sorted array is a permutation of the input" "t" \
   "$(psql_q -c "SET gpusort.device = gpu; SELECT (SELECT array_agg(k ORDER BY k) FROM t) = gpu_sort((SELECT array_agg(k) FROM t))")"
 
+# ---- 2b. many sorts at once through a small staging area ----
+echo "== 12 concurrent sorts through 16 MB of staging memory"
+start_server gpusort 2048 1 0 "gpusort.service_staging_size = 16"
+ob_sql="SET gpusort.device = gpu; SET gpusort.min_rows = 0; SET work_mem = '256MB'; SELECT count(*), count(DISTINCT g), bool_and(ok) FROM (SELECT g, k >= lag(k) OVER (ORDER BY rn) IS NOT FALSE AS ok FROM (SELECT k, g, row_number() OVER () AS rn FROM (SELECT k, g FROM t ORDER BY k) s) s2) s3"
+for i in $(seq 1 6); do
+  psql_q -c "$sort_sql" > "$workdir/array$i.out" &
+  psql_q -c "$ob_sql" > "$workdir/orderby$i.out" &
+done
+wait
+good=0
+for i in $(seq 1 6); do
+  [ "$(tail -n 1 "$workdir/array$i.out")" = "200000|t" ] && good=$((good + 1))
+  [ "$(tail -n 1 "$workdir/orderby$i.out")" = "200000|200000|t" ] && good=$((good + 1))
+done
+check "all 12 sorts ordered and complete (ORDER BY: every row once)" 12 "$good"
+[ "$good" = 12 ] || head -n 3 "$workdir"/array1.out "$workdir"/orderby1.out
+check "they ran in the service" 12 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
+
 # ---- 3. cancellation ----
 echo "== statement_timeout and pg_cancel_backend"
+start_server gpusort 2048 2 1500
 start=$(date +%s%N)
 out=$(psql_q -c "SET statement_timeout = 300; $sort_sql")
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
