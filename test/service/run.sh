@@ -10,6 +10,7 @@
 #   1. the regress suite with gpusort.device = gpu, every sort through the
 #      service (two emulated GPUs);
 #   2. gpusort_info() and gpusort_stats; two concurrent sorts on two GPUs;
+#      twelve through a small staging area, and sorts larger than it;
 #   3. statement_timeout and pg_cancel_backend end a job promptly, and its
 #      memory comes back;
 #   4. a full budget: a sort waits in the queue, and under auto runs on the
@@ -146,6 +147,13 @@ done
 check "all 12 sorts ordered and complete (ORDER BY: every row once)" 12 "$good"
 [ "$good" = 12 ] || head -n 3 "$workdir"/array1.out "$workdir"/orderby1.out
 check "they ran in the service" 12 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
+# larger than the staging area: the data streams through a slot in pieces
+check "an array sort larger than the staging area (20 MB of keys)" "5000000|t" \
+  "$(psql_q -c "SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg((random() * 1e9)::int) FROM generate_series(1, 5000000)))) WITH ORDINALITY AS u(v, i)) s" | tail -n 1)"
+psql_q -c "CREATE TABLE big AS SELECT (random() * 1e9)::int AS k, g FROM generate_series(1, 1500000) g" >/dev/null
+check "an ORDER BY larger than the staging area (keys and row index, 18 MB)" "1500000|1500000|t" \
+  "$(psql_q -c "${ob_sql//FROM t ORDER BY/FROM big ORDER BY}" | tail -n 1)"
+check "both streamed through the service" 14 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
 
 # ---- 3. cancellation ----
 echo "== statement_timeout and pg_cancel_backend"
