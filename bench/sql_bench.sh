@@ -5,7 +5,8 @@
 #   bench/sql_bench.sh OUTDIR [ROWS ...]        (default ROWS: 1000000 10000000)
 #
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
-# installed, parallel workers off (as ../shared/device/README.md measures).
+# installed and preloaded (shared_preload_libraries: the GPU is reached
+# through the GPU service), parallel workers off (as ../shared/device/README.md measures).
 # For each table size it builds t_ROWS (int4 key k, int4 g, int8 b, id, and
 # a 32-character md5 payload: about 40 bytes of payload per row), then times
 # each query shape REPEAT times (default 3) per mode with

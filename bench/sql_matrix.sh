@@ -6,7 +6,7 @@
 #   bench/sql_matrix.sh OUTDIR
 #
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
-# installed. Builds t (int4 key k, int4 g, int8 b, id, a 32-character md5
+# installed and preloaded (the GPU service). Builds t (int4 key k, int4 g, int8 b, id, a 32-character md5
 # payload), then for every cell (work_mem x max_parallel_workers_per_gather)
 # times the floor and every shape with gpusort.enabled off and on, REPEAT
 # times each (fresh session per run, EXPLAIN (ANALYZE, TIMING OFF), OFFSET

@@ -57,6 +57,14 @@ else
   printf '%s\n' "${summary[@]}"; exit 1
 fi
 chmod -R a+rwX .
+# The benchmark server (pg-on-gpu.sh's) must preload gpusort: the GPU is
+# reached only through the GPU service, which starts with the server.
+if [ -n "${PGDATA:-}" ] && [ -f "$PGDATA/postgresql.conf" ] &&
+   ! grep -q "^shared_preload_libraries = 'gpusort'" "$PGDATA/postgresql.conf"; then
+  echo "shared_preload_libraries = 'gpusort'" >> "$PGDATA/postgresql.conf"
+  restart="$(dirname "$PG_CONFIG")/pg_ctl -D $PGDATA -l /tmp/gpusort-pg.log -w restart"
+  if [ -n "$run_as" ]; then su "$run_as" -c "$restart"; else $restart; fi >/dev/null
+fi
 
 if want tests; then
 step "unit tests (CPU, then GPU)"
