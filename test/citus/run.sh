@@ -164,8 +164,9 @@ SELECT citus_add_node('localhost', ${ports[2]});
 CREATE EXTENSION gpusort;
 SQL
 got=$(q "$coord" -c "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(\$\$SELECT extversion FROM pg_extension WHERE extname = 'gpusort'\$\$)")
-[ "$got" = "1.0,1.0" ]
-check $? "CREATE EXTENSION gpusort reached both workers (got '$got')"
+version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" gpusort.control)
+[ "$got" = "$version,$version" ]
+check $? "CREATE EXTENSION gpusort $version reached both workers (got '$got')"
 got=$(q "$coord" -c "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(\$\$SHOW shared_preload_libraries\$\$)")
 [ "$got" = "citus,gpusort,citus,gpusort" ]
 check $? "workers preload citus,gpusort (got '$got')"
