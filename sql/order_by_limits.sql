@@ -162,6 +162,16 @@ SET max_parallel_workers_per_gather = 2;
 EXPLAIN (COSTS OFF) SELECT k FROM rough ORDER BY k LIMIT 10;
 SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT 10') AS parallel_limit;
 SELECT both_ways('SELECT k, id FROM rough WHERE id % 3 = 0 ORDER BY k DESC, id') AS parallel_full;
+-- a full sort: Gather Merge over partial GpuSorts, each process sorting its
+-- share; the same again with NULLs, several keys and an int8 key
+EXPLAIN (COSTS OFF) SELECT k, id FROM rough WHERE id % 3 = 0 ORDER BY k DESC, id;
+CREATE TABLE rough_nulls AS
+  SELECT id, CASE WHEN id % 11 = 0 THEN NULL ELSE k END AS k, (k::int8 * 1000003) % 977 AS b
+  FROM rough;
+ANALYZE rough_nulls;
+SELECT both_ways('SELECT k, b, id FROM rough_nulls ORDER BY k NULLS FIRST, b DESC, id')
+  AS parallel_partial_nulls;
+SELECT both_ways('SELECT b, id FROM rough_nulls ORDER BY b, id') AS parallel_partial_int8;
 SET gpusort.approximate_intervals = 1000;
 EXPLAIN (COSTS OFF) SELECT k FROM rough ORDER BY k LIMIT 10;
 RESET gpusort.approximate_intervals;

@@ -23,6 +23,10 @@
  * approximated; the executor decides from the setting as it is then, so a
  * cached plan never approximates a query that did not opt in.
  *
+ * Where the input has partial paths, a Gather Merge over partial GpuSorts
+ * is offered too: each parallel process sorts its share (never approximate,
+ * never bounded), and add_path() weighs it against the rest.
+ *
  * With gpusort.min_rows = 0 or the approximate opt-in, GpuSort replaces
  * every path that sorts, Gather Merge over a partial Sort included.
  */
@@ -240,11 +244,12 @@ gpu_expected(void)
  * PostgreSQL's own Sort, so the planner declines it.
  */
 static void
-cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool on_gpu)
+cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool bounded,
+			 bool on_gpu)
 {
 	double		rows = input->rows;
 	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
-	double		kept = root->limit_tuples > 0 ? Min(rows, root->limit_tuples) : rows;
+	double		kept = bounded && root->limit_tuples > 0 ? Min(rows, root->limit_tuples) : rows;
 	double		row_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader) +
 		gpusort_row_overhead(nkeys);
 
@@ -254,7 +259,7 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool o
 		Path		tuplesort;
 
 		cost_sort(&tuplesort, root, root->sort_pathkeys, input->total_cost, rows,
-				  input->pathtarget->width, 0.0, work_mem, root->limit_tuples);
+				  input->pathtarget->width, 0.0, work_mem, bounded ? root->limit_tuples : -1.0);
 		path->path.startup_cost = tuplesort.startup_cost + rows * per_row;
 		path->path.total_cost = tuplesort.total_cost + rows * per_row;
 		return;
@@ -380,32 +385,38 @@ input_to_sort(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
 	return best;
 }
 
-static void
-add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
+/*
+ * A GpuSort path over `input` for the ordered rel, or NULL when its keys
+ * are not GpuSort's. A partial one (over a partial path, for a Gather Merge
+ * above it) runs in each parallel worker and the leader over their share of
+ * the rows: it is never approximate (the approximate guarantee is about the
+ * whole result, and Gather Merge needs each input in exact order) and never
+ * bounded (each process keeps all of its rows).
+ */
+static CustomPath *
+make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool partial,
+				  bool *approximate)
 {
-	Path	   *input = input_to_sort(root, input_rel, output_rel);
 	GpuSortPlanInfo info;
 	List	   *key_exprs;
 	List	   *limit_exprs;
 	CustomPath *path;
-	Path	   *result;
-	PathTarget *final_target;
-	bool		approximate;
-	bool		forced;
 
+	*approximate = false;
 	if (input == NULL || input->param_info != NULL)
-		return;
+		return NULL;
 	if (has_setop_output_var((Node *) input->pathtarget->exprs, NULL))
-		return;
+		return NULL;
 	if (!analyze_sort_keys(root, input->pathtarget, &info, &key_exprs))
-		return;
-	info.approx_eligible = approximation_eligible(root, &info);
+		return NULL;
+	info.approx_eligible = !partial && approximation_eligible(root, &info);
 	/* the approximate opt-in applies at any size */
-	approximate = info.approx_eligible && gpusort_approximate_intervals > 0;
-	if (!approximate && input->rows < gpusort_min_rows)
-		return;
+	*approximate = info.approx_eligible && gpusort_approximate_intervals > 0;
+	if (!*approximate &&
+		input->rows * (partial ? Max(input->parallel_workers, 1) : 1) < gpusort_min_rows)
+		return NULL;
 	info.algorithm = gpusort_algorithm;
-	limit_exprs = limit_expressions(root);
+	limit_exprs = partial ? NIL : limit_expressions(root);
 	info.bounded = limit_exprs != NIL;
 
 	path = makeNode(CustomPath);
@@ -414,8 +425,8 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	path->path.pathtarget = input->pathtarget;
 	path->path.param_info = NULL;
 	path->path.parallel_aware = false;
-	path->path.parallel_safe = false;
-	path->path.parallel_workers = 0;
+	path->path.parallel_safe = partial;
+	path->path.parallel_workers = partial ? input->parallel_workers : 0;
 	/* claims SQL order, also when approximate: the user opted in, and only
 	 * the client and a Limit sit above it */
 	path->path.pathkeys = root->sort_pathkeys;
@@ -424,25 +435,75 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	path->custom_private = list_make3(gpusort_plan_info_to_list(&info), key_exprs,
 									  limit_exprs);
 	path->methods = &gpusort_path_methods;
-	cost_gpusort(root, path, input, info.nkeys, gpu_expected());
+	cost_gpusort(root, path, input, info.nkeys, info.bounded, gpu_expected());
+	return path;
+}
 
-	/* the query's final target may hold columns computed after the sort
-	 * (volatile or set-returning ones): then a projection goes on top */
-	result = &path->path;
-	final_target = root->upper_targets[UPPERREL_ORDERED];
-	if (final_target != NULL && final_target != input->pathtarget &&
-		!equal(final_target->exprs, input->pathtarget->exprs))
-		result = (Path *) create_projection_path(root, output_rel, result, final_target);
+/* The query's final target may hold columns computed after the sort
+ * (volatile or set-returning ones): then a projection goes on top. */
+static Path *
+project_to_final_target(PlannerInfo *root, RelOptInfo *output_rel, Path *path)
+{
+	PathTarget *final_target = root->upper_targets[UPPERREL_ORDERED];
+
+	if (final_target != NULL && final_target != path->pathtarget &&
+		!equal(final_target->exprs, path->pathtarget->exprs))
+		return (Path *) create_projection_path(root, output_rel, path, final_target);
+	return path;
+}
+
+static void
+add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
+{
+	CustomPath *full;
+	CustomPath *partial = NULL;
+	bool		approximate;
+	bool		unused;
+
+	full = make_gpusort_path(root, output_rel, input_to_sort(root, input_rel, output_rel),
+							 false, &approximate);
+
+	/*
+	 * Gather Merge over partial GpuSorts, as PostgreSQL builds Gather Merge
+	 * over partial Sorts: each parallel process reads, encodes and sorts
+	 * its share of the rows (through the GPU service), the leader merges.
+	 * Not for the approximate opt-in, nor where the partial input comes
+	 * in order already, nor under a LIMIT: a partial GpuSort is unbounded
+	 * (a bound would be evaluated in the workers, which may not have the
+	 * values of the Limit's parameters), and a bounded GpuSort over a
+	 * Gather keeps only LIMIT + OFFSET rows.
+	 */
+	if (!approximate && root->limit_tuples < 0 && output_rel->consider_parallel &&
+		input_rel->partial_pathlist != NIL)
+	{
+		Path	   *cheapest_partial = (Path *) linitial(input_rel->partial_pathlist);
+
+		if (!pathkeys_contained_in(root->sort_pathkeys, cheapest_partial->pathkeys))
+			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, &unused);
+	}
+	if (full == NULL && partial == NULL)
+		return;
 
 	/*
 	 * An explicit opt-in (approximate order) or gpusort.min_rows = 0 (tests)
 	 * means GpuSort instead of a Sort whatever the costs say; input that
 	 * comes in order already (an index) may still win, with no sort at all.
 	 */
-	forced = approximate || gpusort_min_rows == 0;
-	if (forced)
+	if (approximate || gpusort_min_rows == 0)
 		remove_sorting_paths(output_rel);
-	add_path(output_rel, result);
+	if (full != NULL)
+		add_path(output_rel, project_to_final_target(root, output_rel, &full->path));
+	if (partial != NULL)
+	{
+		Path	   *input = (Path *) linitial(partial->custom_paths);
+		double		total_rows = input->rows * input->parallel_workers;
+		Path	   *gather = (Path *) create_gather_merge_path(root, output_rel, &partial->path,
+															  partial->path.pathtarget,
+															  root->sort_pathkeys, NULL,
+															  &total_rows);
+
+		add_path(output_rel, project_to_final_target(root, output_rel, gather));
+	}
 }
 
 static void
