@@ -49,12 +49,6 @@ typedef struct StagingMapping
 
 static StagingMapping mappings[GS_SERVICE_MAX_GPUS];
 
-const char *
-gpu_service_build(void)
-{
-	return GPUSORT_BUILD;
-}
-
 static void
 set_error(const char *format,...)
 pg_attribute_printf(1, 2);
@@ -734,12 +728,16 @@ lost:
 static gpu_status
 run_job(ClientJob *job, gs_message *done, gpu_timing *timing)
 {
-	int			gpu = choose_gpu(true);
+	int			gpu;
 	gpu_status	status;
 
 	memset(done, 0, sizeof(*done));
 	if (timing != NULL)
 		memset(timing, 0, sizeof(*timing));
+	/* nothing to sort: nothing to send (the service refuses empty jobs) */
+	if (job->submit.n == 0)
+		return GPU_OK;
+	gpu = choose_gpu(true);
 	if (gpu < 0)
 	{
 		char		why[256];
@@ -797,12 +795,6 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 	gpu_status	status;
 
 	request->host_data_touched = false;
-	if (request->n == 0)
-	{
-		if (timing != NULL)
-			memset(timing, 0, sizeof(*timing));
-		return GPU_OK;
-	}
 	submit_init(&job, GS_JOB_SORT, request->n, request->key_bytes, request->keys,
 				request->row_index, request->memory_limit, request->poll, request->poll_arg);
 	job.submit.key_bits = request->key_bits;
@@ -820,14 +812,6 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 	gpu_status	status;
 
 	request->host_data_touched = false;
-	if (request->n == 0)
-	{
-		if (timing != NULL)
-			memset(timing, 0, sizeof(*timing));
-		request->valid_outputs = 0;
-		request->min_key = request->max_key = 0;
-		return GPU_OK;
-	}
 	submit_init(&job, GS_JOB_APPROX, request->n, request->key_bytes, request->keys,
 				request->row_index, request->memory_limit, request->poll, request->poll_arg);
 	job.submit.key_bits = request->key_bytes * 8;
@@ -852,13 +836,6 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
 	gs_message	done;
 	gpu_status	status;
 
-	if (n == 0)
-	{
-		if (timing != NULL)
-			memset(timing, 0, sizeof(*timing));
-		*min_key = *max_key = 0;
-		return GPU_OK;
-	}
 	/* gpu_minmax() takes no poll function: the job still stops for a
 	 * cancel, through the one below */
 	submit_init(&job, GS_JOB_MINMAX, n, 8, (void *) keys, NULL, 0, cancel_requested, NULL);

@@ -50,7 +50,6 @@
 #include <unistd.h>
 
 #define GPUD_EXIT_USAGE 2
-#define GPUD_EXIT_DEVICE_FAULT 3
 
 /* Slots are carved out of the staging area at this alignment. */
 #define SLOT_ALIGN 4096

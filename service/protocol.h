@@ -47,6 +47,10 @@
  * (a package upgraded under a running server) refuse each other. */
 #define GPUSORT_BUILD "1.1"
 
+/* gpusort-gpud's exit code after a GPU failure: the worker counts it as a
+ * device fault (service/worker.c). */
+#define GPUD_EXIT_DEVICE_FAULT 3
+
 /* Bumped whenever a message changes; both sides refuse another version. */
 #define GS_SERVICE_PROTOCOL 1
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */

@@ -108,6 +108,5 @@ extern int	gpusort_queue_timeout_ms;
 /* Asks GPU `gpu`'s process for its WELCOME; false (and *why) if none. */
 extern bool gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size);
 extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
-extern const char *gpu_service_build(void);
 
 #endif							/* GPUSORT_SERVICE_H */

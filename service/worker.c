@@ -36,7 +36,6 @@
 #include "service.h"
 
 #define GPUD_PROGRAM "gpusort-gpud"
-#define GPUD_EXIT_DEVICE_FAULT 3
 #define MAX_DEVICE_FAULTS 3
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 30000
@@ -372,7 +371,7 @@ start_gpud(int gpu)
 				budget[16];
 	char	   *argv[] = {gpud_path, "--socket", socket_name, "--gpu-index", index,
 		"--staging-mb", staging, "--budget-mb", budget, "--build",
-	(char *) gpu_service_build(), NULL};
+	GPUSORT_BUILD, NULL};
 
 	gs_service_socket_name(socket_name, sizeof(socket_name), (int) PostmasterPid,
 						   PostPortNumber, gpu);
