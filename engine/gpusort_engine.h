@@ -157,6 +157,10 @@ typedef struct gs_sort_report
 	int			gpu_index;		/* which of the service's GPUs ran it */
 } gs_sort_report;
 
+/* Adds a pass's report to a total (first: the total starts from it). */
+extern void gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass,
+							   bool first);
+
 /* Fills a request with defaults (auto algorithm, auto device, malloc). */
 extern void gs_sort_request_init(gs_sort_request *request);
 

@@ -63,8 +63,10 @@ pack_word(const gs_key_layout *layout, unsigned word,
 	}
 }
 
-static void
-add_report(gs_sort_report *total, const gs_sort_report *pass, bool first)
+/* Adds one pass's report to a running total: times add up, the latest
+ * pass says where and how it ran, the largest GPU footprint counts. */
+void
+gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first)
 {
 	if (first)
 	{
@@ -76,6 +78,9 @@ add_report(gs_sort_report *total, const gs_sort_report *pass, bool first)
 	total->download_ms += pass->download_ms;
 	total->queue_ms += pass->queue_ms;
 	total->gpu_index = pass->gpu_index;
+	total->algorithm = pass->algorithm;
+	total->valid_outputs = pass->valid_outputs;
+	total->interval_map = pass->interval_map;
 	if (pass->gpu_bytes > total->gpu_bytes)
 		total->gpu_bytes = pass->gpu_bytes;
 	if (pass->fell_back)
@@ -130,7 +135,7 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 		pack_word(layout, (unsigned) w, column_keys, column_nulls,
 				  first_pass ? NULL : order, n, keys, request.key_bytes);
 		status = gs_sort(&request, &pass_report);
-		add_report(report, &pass_report, first_pass);
+		gs_sort_report_add(report, &pass_report, first_pass);
 		if (status != GS_OK)
 			goto done;
 		if (first_pass)
