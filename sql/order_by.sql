@@ -175,7 +175,7 @@ RESET plan_cache_mode;
 DEALLOCATE ALL;
 
 -- a larger input: bounded sorts prune their buffer, and an input larger
--- than work_mem goes to PostgreSQL's tuplesort
+-- than work_mem is sorted in runs written to disk and merged
 CREATE TABLE big AS SELECT i AS id, (random() * 1e9)::int AS k, md5(i::text) AS pad
 FROM generate_series(1, 200000) i;
 ANALYZE big;
@@ -184,6 +184,32 @@ SELECT same_order('SELECT * FROM big ORDER BY k DESC LIMIT 40000 OFFSET 10', 'k'
 SET work_mem = '1MB';
 SELECT same_order('SELECT * FROM big ORDER BY k', 'k') AS spilled;
 SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 50000', 'k') AS spilled_bounded;
+RESET work_mem;
+-- at 64kB: some 200 runs, more than one merge reads at once, so runs are
+-- merged in passes first; several keys, NULLs both ways, bounds
+SET work_mem = '64kB';
+CREATE TABLE big_nulls AS
+SELECT id, CASE WHEN id % 7 = 0 THEN NULL ELSE k % 5000 END AS m, k, pad FROM big;
+ANALYZE big_nulls;
+SELECT same_order('SELECT * FROM big ORDER BY k DESC', 'k') AS merge_passes;
+SELECT same_order('SELECT * FROM big_nulls ORDER BY m DESC NULLS LAST, id', 'm, id') AS spilled_keys;
+SELECT same_order('SELECT id, m FROM big_nulls ORDER BY m NULLS FIRST, id LIMIT 30000', 'm, id') AS spilled_bound;
+SELECT same_order('SELECT id, m FROM big_nulls ORDER BY m, id DESC LIMIT 10 OFFSET 150000', 'm, id') AS spilled_offset;
+SET gpusort.explain_details = off;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM big ORDER BY k;
+RESET max_parallel_workers_per_gather;
+RESET gpusort.explain_details;
+-- rescans read the merged runs again; new parameters sort anew
+SET enable_mergejoin = off;
+SET enable_hashjoin = off;
+SET enable_material = off;
+SELECT same_order('SELECT x, s.id FROM generate_series(1, 3) x, LATERAL (SELECT id FROM big_nulls WHERE m < 2000 + x ORDER BY m, id OFFSET 57000) s', 'x, id') AS spilled_rescans;
+-- a subplan rescanned with the same input reads the runs again, merging
+SELECT same_order('SELECT x, (SELECT array_agg(id) FROM (SELECT id FROM big_nulls ORDER BY m DESC, id OFFSET 199990) s WHERE x > 0) FROM generate_series(1, 3) x', 'x') AS spilled_rewinds;
+RESET enable_material;
+RESET enable_mergejoin;
+RESET enable_hashjoin;
 RESET work_mem;
 
 -- the CPU gives the same order as wherever auto runs

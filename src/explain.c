@@ -6,7 +6,8 @@
  * expressions), and for the approximate sort its intervals (as the opt-in
  * stands when the node starts, which is what it will run). Under
  * ANALYZE: rows sorted, the interval width, whether the input outgrew
- * work_mem and went to PostgreSQL's tuplesort; and, unless
+ * work_mem and was sorted in runs on disk and merged (runs, disk used); and,
+ * unless
  * gpusort.explain_details is off, the machine-dependent parts: where it ran
  * (GPU name or CPU, and why), memory, and the time split into gather,
  * transfers, sort and emit.
@@ -54,7 +55,7 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 static const char *
 device_description(GpuSortState *state)
 {
-	const gs_sort_report *report = &state->report;
+	const gs_sort_report *report = &row_store_stats(state->rows)->report;
 
 	if (report->ran_on == GS_DEVICE_GPU)
 	{
@@ -80,66 +81,65 @@ static void
 explain_analyze(GpuSortState *state, ExplainState *es)
 {
 	bool		details = gpusort_explain_details;
+	const RowStoreStats *stats = row_store_stats(state->rows);
 
-	if (state->handed_over)
+	if (stats->external)
 	{
-		TuplesortInstrumentation stats;
-
-		ExplainPropertyText("Sort Method",
-							"PostgreSQL tuplesort (input exceeded work_mem)", es);
-		ExplainPropertyInteger("Rows Handed Over", NULL,
-							   (int64) state->rows_handed_over, es);
-		tuplesort_get_stats(state->tuplesort, &stats);
-		ExplainPropertyText("Tuplesort Method",
-							tuplesort_method_name(stats.sortMethod), es);
-		if (details)
-			ExplainPropertyInteger(stats.spaceType == SORT_SPACE_TYPE_DISK ?
-								   "Tuplesort Disk" : "Tuplesort Memory",
-								   "kB", stats.spaceUsed, es);
-		return;
+		ExplainPropertyText("Sort Method", "external merge (input exceeded work_mem)", es);
+		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
+		if (stats->merge_passes > 0)
+			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
+		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
 	}
-
-	ExplainPropertyInteger("Rows Sorted", NULL, (int64) state->rows_sorted, es);
+	ExplainPropertyInteger("Rows Sorted", NULL, (int64) stats->rows_sorted, es);
 	if (state->bound > 0)
-		ExplainPropertyInteger("Rows Read", NULL, state->rows_read, es);
-	if (state->approximate)
+		ExplainPropertyInteger("Rows Read", NULL, stats->rows_read, es);
+	if (stats->approximate)
 	{
 		ExplainPropertyFloat("Interval Width", NULL,
-							 gs_interval_width(&state->interval_map), 1, es);
-		ExplainPropertyInteger("Rows Materialized", NULL, (int64) state->noutputs, es);
+							 gs_interval_width(&stats->report.interval_map), 1, es);
+		ExplainPropertyInteger("Rows Materialized", NULL, (int64) stats->rows_out, es);
 	}
 	if (!details)
 		return;
 
 	ExplainPropertyText("Device", device_description(state), es);
-	ExplainPropertyText("Algorithm Used", gs_algorithm_name(state->report.algorithm), es);
-	ExplainPropertyInteger("Key Words", NULL, state->layout_words, es);
-	if (state->pruned > 0)
-		ExplainPropertyInteger("Prunes", NULL, state->pruned, es);
-	ExplainPropertyInteger("Memory", "kB", (int64) ((state->peak_memory + 1023) / 1024), es);
-	if (state->report.ran_on == GS_DEVICE_GPU)
+	ExplainPropertyText("Algorithm Used", gs_algorithm_name(stats->report.algorithm), es);
+	ExplainPropertyInteger("Key Words", NULL, stats->layout_words, es);
+	if (stats->pruned > 0)
+		ExplainPropertyInteger("Prunes", NULL, stats->pruned, es);
+	ExplainPropertyInteger("Memory", "kB", (int64) ((stats->peak_memory + 1023) / 1024), es);
+	if (stats->report.ran_on == GS_DEVICE_GPU)
 		ExplainPropertyInteger("GPU Memory", "kB",
-							   (int64) ((state->report.gpu_bytes + 1023) / 1024), es);
-	if (es->timing && (state->report.ran_on == GS_DEVICE_GPU || state->report.queue_ms > 0))
-		ExplainPropertyFloat("GPU Queue Wait", "ms", state->report.queue_ms, 3, es);
+							   (int64) ((stats->report.gpu_bytes + 1023) / 1024), es);
+	if (es->timing && (stats->report.ran_on == GS_DEVICE_GPU || stats->report.queue_ms > 0))
+		ExplainPropertyFloat("GPU Queue Wait", "ms", stats->report.queue_ms, 3, es);
 	if (es->timing)
 	{
 		if (es->format == EXPLAIN_FORMAT_TEXT)
 		{
 			appendStringInfoSpaces(es->str, es->indent * 2);
 			appendStringInfo(es->str,
-							 "Time: gather=%.3f sort=%.3f (upload=%.3f gpu=%.3f download=%.3f) emit=%.3f ms\n",
-							 state->gather_ms, state->sort_ms, state->report.upload_ms,
-							 state->report.sort_ms, state->report.download_ms,
-							 state->emit_ms);
+							 "Time: gather=%.3f sort=%.3f (upload=%.3f gpu=%.3f download=%.3f)",
+							 state->gather_ms, stats->sort_ms, stats->report.upload_ms,
+							 stats->report.sort_ms, stats->report.download_ms);
+			if (stats->external)
+				appendStringInfo(es->str, " write=%.3f merge=%.3f",
+								 stats->write_ms, stats->merge_ms);
+			appendStringInfo(es->str, " emit=%.3f ms\n", state->emit_ms);
 		}
 		else
 		{
 			ExplainPropertyFloat("Gather Time", "ms", state->gather_ms, 3, es);
-			ExplainPropertyFloat("Sort Time", "ms", state->sort_ms, 3, es);
-			ExplainPropertyFloat("Upload Time", "ms", state->report.upload_ms, 3, es);
-			ExplainPropertyFloat("GPU Sort Time", "ms", state->report.sort_ms, 3, es);
-			ExplainPropertyFloat("Download Time", "ms", state->report.download_ms, 3, es);
+			ExplainPropertyFloat("Sort Time", "ms", stats->sort_ms, 3, es);
+			ExplainPropertyFloat("Upload Time", "ms", stats->report.upload_ms, 3, es);
+			ExplainPropertyFloat("GPU Sort Time", "ms", stats->report.sort_ms, 3, es);
+			ExplainPropertyFloat("Download Time", "ms", stats->report.download_ms, 3, es);
+			if (stats->external)
+			{
+				ExplainPropertyFloat("Run Write Time", "ms", stats->write_ms, 3, es);
+				ExplainPropertyFloat("Merge Time", "ms", stats->merge_ms, 3, es);
+			}
 			ExplainPropertyFloat("Emit Time", "ms", state->emit_ms, 3, es);
 		}
 	}

@@ -1,6 +1,7 @@
 /*
  * gpusort_executor.h — the GpuSort node's run-time state, shared by
- * executor.c (which fills it) and explain.c (which reports it).
+ * executor.c (which fills it) and explain.c (which reports it). The rows
+ * themselves are the row store's (row_store.c).
  */
 #ifndef GPUSORT_EXECUTOR_H
 #define GPUSORT_EXECUTOR_H
@@ -8,7 +9,7 @@
 #include "gpusort.h"
 
 #include "nodes/execnodes.h"
-#include "utils/tuplesort.h"
+#include "row_store.h"
 
 typedef struct GpuSortState
 {
@@ -25,47 +26,12 @@ typedef struct GpuSortState
 	bool		timed;			/* EXPLAIN ANALYZE with timing */
 	Size		work_mem_bytes;
 
-	/* rows gathered from the child, in rows_context */
-	MemoryContext rows_context;
-	char	   *arena_next;		/* where the next tuple copy goes */
-	Size		arena_left;
-	MinimalTuple *tuples;
-	size_t		ntuples;
-	size_t		capacity;
-	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
-	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
-	gs_key_column columns[GS_MAX_KEY_COLUMNS];
-	gs_key_column approx_range;	/* approximate sort: the key over all rows */
-	Size		memory_used;
-
-	/* bounded sort: rows at or beyond this one are not kept */
-	bool		have_threshold;
-	uint64_t	threshold_keys[GS_MAX_KEY_COLUMNS];
-	bool		threshold_nulls[GS_MAX_KEY_COLUMNS];
-
-	/* the sorted order, and where the scan stands in it */
+	/* the rows, and whether they are sorted */
+	RowStore   *rows;
 	bool		sort_done;
-	uint32_t   *order;			/* while sorting: row numbers in order */
-	MinimalTuple *sorted;		/* after: the tuples in output order */
-	size_t		noutputs;
-	int64		position;		/* last returned output; -1 before the first */
-	int64		marked_position;
 
-	/* handed over to PostgreSQL's tuplesort (input outgrew work_mem) */
-	bool		handed_over;
-	Tuplesortstate *tuplesort;
-	size_t		rows_handed_over;
-
-	/* for EXPLAIN ANALYZE */
-	gs_sort_report report;
-	gs_interval_map interval_map;
-	unsigned	layout_words;
-	int64		rows_read;
-	size_t		rows_sorted;
-	int			pruned;
-	Size		peak_memory;
+	/* for EXPLAIN ANALYZE (the store has the rest) */
 	double		gather_ms;
-	double		sort_ms;
 	double		emit_ms;
 } GpuSortState;
 

@@ -1,0 +1,1039 @@
+/*
+ * row_store.c — the rows of one GpuSort: gathered, sorted, spilled, read back.
+ *
+ * In memory: tuples are copied into large arena chunks and their sort keys,
+ * encoded (types.c), into per-column arrays. At the end the engine sorts
+ * the (key, row) pairs, on the GPU when one is usable, and the rows are
+ * read back in that order, forward or backward.
+ *
+ * Bounded (LIMIT): only the best `bound` rows are kept. The buffer is
+ * pruned by sorting whenever it fills, and rows that cannot beat the
+ * bound-th row kept are not copied at all.
+ *
+ * Beyond work_mem: the rows in memory are sorted by the engine and written,
+ * in order and with their encoded keys, as a sorted run to a temporary file;
+ * memory starts over. When the input ends, the runs (and the last rows, if
+ * they fit beside the runs' read buffers) are merged on their encoded keys:
+ * on the fly as rows are read, or, when the caller needs to go backward or
+ * to mark a position, into one file first. Too many runs to read at once
+ * within work_mem are merged in passes first. Spilled sorts are exact, also
+ * under the approximate opt-in.
+ *
+ * Memory is counted as the memory contexts allocated it. Everything lives
+ * in the store's own context and the files belong to the resource owner,
+ * so an error at any row leaks nothing.
+ */
+#include "gpusort.h"
+
+#include "miscadmin.h"
+#include "commands/tablespace.h"
+#include "portability/instr_time.h"
+#include "storage/buffile.h"
+#include "utils/memutils.h"
+
+#include "row_store.h"
+
+/* Smallest buffer of rows a bounded sort prunes. */
+#define MIN_PRUNE_ROWS 65536
+/* How many rows ahead reading from memory prefetches tuples. */
+#define PREFETCH_DISTANCE 16
+/* Arena chunks: small against work_mem, so little of it goes unused. */
+#define ARENA_CHUNK_MIN ((Size) 8 * 1024)
+#define ARENA_CHUNK_MAX ((Size) 8 * 1024 * 1024)
+/* Memory to read one run during a merge: its file's buffer and a row. */
+#define RUN_READ_BYTES ((Size) BLCKSZ + 1024)
+/* Fewest rows in a sorted run, however small work_mem is (below some 100 kB
+ * a run may take more than work_mem, as tuplesort's do). */
+#define MIN_RUN_ROWS 1024
+/* Fewest runs one merge pass takes, however small work_mem is. */
+#define MIN_MERGE_ORDER 6
+
+/*
+ * A run's rows on disk, one record each:
+ *   uint32 tuple length, the encoded keys (uint64 each), the NULL flags
+ *   (one byte each), the minimal tuple, uint32 tuple length again
+ * The trailing length lets the final file be read backward.
+ */
+typedef struct SortedRun
+{
+	BufFile    *file;
+	int64		rows;
+	int64		bytes;
+} SortedRun;
+
+/* One input of a merge: a run on disk, or the sorted rows in memory. */
+typedef struct MergeInput
+{
+	SortedRun  *run;			/* NULL: the rows in memory */
+	size_t		next;			/* in memory: the next sorted row */
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];	/* the current row's */
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+	MinimalTuple tuple;
+	char	   *buffer;			/* a run's current tuple */
+	Size		buffer_size;
+} MergeInput;
+
+/* Where reading the output stands. */
+typedef enum ReadMode
+{
+	READ_MEMORY,				/* the sorted rows in memory */
+	READ_MERGE,					/* merging runs as rows are read (forward) */
+	READ_FILE					/* one merged file, read either way */
+} ReadMode;
+
+struct RowStore
+{
+	RowStoreSpec spec;
+	const GpuSortPlanInfo *plan;
+	int			nkeys;
+	MemoryContext context;		/* the store and its files' structs */
+	MemoryContext rows_context; /* the rows in memory (dropped whole) */
+	Size		memory_used;	/* what the contexts allocated */
+
+	/* the rows in memory */
+	char	   *arena_next;
+	Size		arena_left;
+	MinimalTuple *tuples;
+	size_t		ntuples;
+	size_t		capacity;
+	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
+	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
+	gs_key_column columns[GS_MAX_KEY_COLUMNS];
+	gs_key_column approx_range; /* approximate: the key over all rows */
+	uint32_t   *order;			/* after sorting: row numbers in order */
+	MinimalTuple *sorted;		/* the tuples in output order */
+
+	/* bounded: rows at or beyond this one are not kept */
+	bool		have_threshold;
+	uint64_t	threshold_keys[GS_MAX_KEY_COLUMNS];
+	bool		threshold_nulls[GS_MAX_KEY_COLUMNS];
+
+	/* runs on disk */
+	SortedRun **runs;
+	int			nruns;
+	int			runs_allocated;
+	int64		disk_bytes;
+
+	/* reading */
+	ReadMode	mode;
+	size_t		noutputs;
+	int64		position;		/* last row returned; -1 before the first */
+	int64		marked_position;
+	/* READ_MERGE */
+	MergeInput *inputs;
+	int			ninputs;
+	int		   *heap;			/* inputs by their current row, best first */
+	int			heap_size;
+	int			last_input;		/* the input of the row last returned */
+	/* READ_FILE */
+	SortedRun  *final;
+	int64		offset;			/* of the row at `position` (the end, past) */
+	uint32		length;			/* that row's tuple length */
+	int64		marked_offset;
+	uint32		marked_length;
+	char	   *buffer;
+	Size		buffer_size;
+
+	RowStoreStats stats;
+	bool		have_report;	/* stats.report holds a sort's */
+};
+
+/* ---- memory ---- */
+
+static void
+count_memory(RowStore *store)
+{
+	store->memory_used = MemoryContextMemAllocated(store->rows_context, true);
+	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used);
+}
+
+/* Arrays for `capacity` rows in a new rows_context (the old one, if any, is
+ * left to the caller). */
+static void
+allocate_rows(RowStore *store, size_t capacity)
+{
+	store->rows_context = AllocSetContextCreate(store->context, "GpuSort rows",
+												ALLOCSET_DEFAULT_SIZES);
+	store->tuples = MemoryContextAllocHuge(store->rows_context,
+										   capacity * sizeof(MinimalTuple));
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		store->column_keys[k] = MemoryContextAllocHuge(store->rows_context,
+													   capacity * sizeof(uint64_t));
+		store->column_nulls[k] = MemoryContextAllocHuge(store->rows_context, capacity);
+	}
+	store->capacity = capacity;
+	store->ntuples = 0;
+	store->arena_next = NULL;
+	store->arena_left = 0;
+	store->order = NULL;
+	store->sorted = NULL;
+	for (int k = 0; k < store->nkeys; k++)
+		gs_key_column_init(&store->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+	count_memory(store);
+}
+
+static void
+grow_rows(RowStore *store)
+{
+	size_t		capacity = store->capacity * 2;
+
+	store->tuples = repalloc_huge(store->tuples, capacity * sizeof(MinimalTuple));
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		store->column_keys[k] = repalloc_huge(store->column_keys[k],
+											  capacity * sizeof(uint64_t));
+		store->column_nulls[k] = repalloc_huge(store->column_nulls[k], capacity);
+	}
+	store->capacity = capacity;
+	count_memory(store);
+}
+
+/* A copy of a minimal tuple in the arena. */
+static MinimalTuple
+arena_copy(RowStore *store, const char *data, uint32 length)
+{
+	Size		aligned = MAXALIGN(length);
+	MinimalTuple copy;
+
+	if (aligned > store->arena_left)
+	{
+		Size		chunk = Max(Min(store->spec.work_mem_bytes / 16, ARENA_CHUNK_MAX),
+								ARENA_CHUNK_MIN);
+
+		chunk = Max(chunk, aligned);
+		store->arena_next = MemoryContextAllocHuge(store->rows_context, chunk);
+		store->arena_left = chunk;
+		count_memory(store);
+	}
+	copy = (MinimalTuple) store->arena_next;
+	memcpy(copy, data, length);
+	store->arena_next += aligned;
+	store->arena_left -= aligned;
+	return copy;
+}
+
+/* Copies the slot's row into the arena as a minimal tuple. Heap tuples
+ * (the usual case: a scan) are converted in place, with one memcpy. */
+static MinimalTuple
+copy_row(RowStore *store, TupleTableSlot *slot)
+{
+	MinimalTuple result;
+
+	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
+	{
+		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
+		uint32		length = heap->t_len - MINIMAL_TUPLE_OFFSET;
+
+		result = arena_copy(store, (char *) heap->t_data + MINIMAL_TUPLE_OFFSET, length);
+		result->t_len = length;
+	}
+	else
+	{
+		bool		should_free;
+		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, &should_free);
+
+		result = arena_copy(store, (char *) tuple, tuple->t_len);
+		if (should_free)
+			pfree(tuple);
+	}
+	return result;
+}
+
+/* ---- order of encoded keys ---- */
+
+/* SQL order of two rows' encoded keys: <0, 0, >0 */
+static inline int
+compare_keys(const RowStore *store, const uint64_t *keys_a, const bool *nulls_a,
+			 const uint64_t *keys_b, const bool *nulls_b)
+{
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		if (nulls_a[k] != nulls_b[k])
+			return nulls_a[k] == store->plan->nulls_first[k] ? -1 : 1;
+		if (!nulls_a[k] && keys_a[k] != keys_b[k])
+		{
+			int			order = keys_a[k] < keys_b[k] ? -1 : 1;
+
+			return store->plan->descending[k] ? -order : order;
+		}
+	}
+	return 0;
+}
+
+/* ---- sorting the rows in memory ---- */
+
+/* Sorts the rows in memory; store->order gets their order. */
+static void
+sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
+{
+	gs_key_layout layout;
+	gs_sort_request settings;
+	gs_sort_report report;
+	gs_status	status;
+	instr_time	start,
+				duration;
+	MemoryContext old_context = MemoryContextSwitchTo(store->rows_context);
+
+	if (gs_key_layout_build(&layout, store->columns, store->nkeys) != GS_OK)
+		elog(ERROR, "gpusort: could not lay out %d sort keys", store->nkeys);
+	store->order = MemoryContextAllocHuge(store->rows_context,
+										  Max(store->ntuples, 1) * sizeof(uint32_t));
+	gpusort_request_init(&settings);
+	settings.algorithm = algorithm;
+	settings.intervals = (uint32_t) Max(store->spec.intervals, 1);
+	settings.limit = limit;
+	/* intervals over the whole input's range, also when a bounded sort kept
+	 * only some of its rows */
+	if (algorithm == GS_ALGO_APPROX && store->approx_range.has_value)
+	{
+		settings.approx_range_given = true;
+		settings.approx_min_key = store->approx_range.min_key;
+		settings.approx_max_key = store->approx_range.max_key;
+	}
+
+	INSTR_TIME_SET_CURRENT(start);
+	status = gs_sort_rows(&layout, store->ntuples,
+						  (const uint64_t *const *) store->column_keys,
+						  (const bool *const *) store->column_nulls,
+						  &settings, store->order, &report);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	MemoryContextSwitchTo(old_context);
+	gpusort_check_status(status, &report);
+
+	store->stats.sort_ms += INSTR_TIME_GET_MILLISEC(duration);
+	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
+	store->have_report = true;
+	store->stats.layout_words = layout.nwords;
+	count_memory(store);
+}
+
+/*
+ * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
+ * last kept row's keys so that no later row at or beyond it is copied. The
+ * survivors move to a fresh context; the old one goes whole.
+ */
+static void
+prune_rows(RowStore *store)
+{
+	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
+	MemoryContext old_context;
+	MinimalTuple *old_tuples;
+	uint64_t   *old_keys[GS_MAX_KEY_COLUMNS];
+	bool	   *old_nulls[GS_MAX_KEY_COLUMNS];
+	uint32_t   *order;
+
+	/* the candidates are chosen exactly, whatever the final order */
+	sort_rows(store, keep, GS_ALGO_AUTO);
+	order = store->order;
+	old_context = store->rows_context;
+	old_tuples = store->tuples;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		old_keys[k] = store->column_keys[k];
+		old_nulls[k] = store->column_nulls[k];
+	}
+
+	allocate_rows(store, store->capacity);
+	for (size_t i = 0; i < keep; i++)
+	{
+		MinimalTuple tuple = old_tuples[order[i]];
+
+		store->tuples[i] = arena_copy(store, (char *) tuple, tuple->t_len);
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			store->column_keys[k][i] = old_keys[k][order[i]];
+			store->column_nulls[k][i] = old_nulls[k][order[i]];
+			gs_key_column_observe(&store->columns[k], store->column_nulls[k][i],
+								  store->column_keys[k][i]);
+		}
+	}
+	/* a threshold from an earlier prune or run can only get better */
+	if (keep == (size_t) store->spec.bound)
+	{
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			store->threshold_keys[k] = store->column_keys[k][keep - 1];
+			store->threshold_nulls[k] = store->column_nulls[k][keep - 1];
+		}
+		store->have_threshold = true;
+	}
+	MemoryContextDelete(old_context);
+	store->ntuples = keep;
+	count_memory(store);
+	store->stats.pruned++;
+}
+
+/* ---- runs on disk ---- */
+
+static void
+write_bytes(BufFile *file, const void *data, size_t length)
+{
+	BufFileWrite(file, (void *) data, length);
+}
+
+/* Reads exactly `length` bytes; false at the end of the file before any. */
+static bool
+read_bytes(BufFile *file, void *data, size_t length, bool eof_allowed)
+{
+	size_t		got = BufFileRead(file, data, length);
+
+	if (got == length)
+		return true;
+	if (got == 0 && eof_allowed)
+		return false;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("gpusort: could not read from a temporary file: read only %zu of %zu bytes",
+					got, length)));
+	return false;				/* not reached */
+}
+
+static Size
+record_size(const RowStore *store, uint32 tuple_length)
+{
+	return 2 * sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1) + tuple_length;
+}
+
+/* The length, keys and NULL flags that start a record, laid out in `header`;
+ * returns their size. */
+static Size
+pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
+			const bool *nulls)
+{
+	memcpy(header, &length, sizeof(length));
+	memcpy(header + sizeof(length), keys, store->nkeys * sizeof(uint64_t));
+	memcpy(header + sizeof(length) + store->nkeys * sizeof(uint64_t), nulls, store->nkeys);
+	return sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
+}
+
+static void
+write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *nulls,
+			 MinimalTuple tuple)
+{
+	uint32		length = tuple->t_len;
+	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+
+	write_bytes(run->file, header, pack_header(store, header, length, keys, nulls));
+	write_bytes(run->file, tuple, length);
+	write_bytes(run->file, &length, sizeof(length));
+	run->rows++;
+	run->bytes += record_size(store, length);
+	store->disk_bytes += record_size(store, length);
+	store->stats.disk_bytes = Max(store->stats.disk_bytes, store->disk_bytes);
+}
+
+/* Reads the record at the file's position into keys, nulls and a buffer
+ * (grown as needed; MAXALIGNed, so the tuple can be used in place). */
+static bool
+read_record(RowStore *store, BufFile *file, uint64_t *keys, bool *nulls,
+			char **buffer, Size *buffer_size, uint32 *tuple_length)
+{
+	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+	Size		header_size = sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1);
+	uint32		length;
+	uint32		trailer;
+
+	if (!read_bytes(file, header, header_size, true))
+		return false;
+	memcpy(&length, header, sizeof(length));
+	memcpy(keys, header + sizeof(length), store->nkeys * sizeof(uint64_t));
+	memcpy(nulls, header + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
+	/* the tuple and the trailing length in one read */
+	if (*buffer_size < MAXALIGN(length) + sizeof(uint32))
+	{
+		Size		size = Max(MAXALIGN(length) + sizeof(uint32), 256);
+
+		if (*buffer != NULL)
+			pfree(*buffer);
+		*buffer = MemoryContextAllocHuge(store->context, size);
+		*buffer_size = size;
+	}
+	read_bytes(file, *buffer, length + sizeof(uint32), false);
+	memcpy(&trailer, *buffer + length, sizeof(trailer));
+	if (trailer != length)
+		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
+	*tuple_length = length;
+	return true;
+}
+
+/* Seeks to a byte offset of a file of any size (BufFile's segments are
+ * whole blocks, so the block seek crosses segments and the rest does not). */
+static void
+seek_file(BufFile *file, int64 offset)
+{
+	if (BufFileSeekBlock(file, (long) (offset / BLCKSZ)) != 0 ||
+		(offset % BLCKSZ != 0 && BufFileSeek(file, 0, (off_t) (offset % BLCKSZ), SEEK_CUR) != 0))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("gpusort: could not seek in a temporary file of sorted rows")));
+}
+
+/* A new, empty run; the caller puts it in the list of runs. */
+static SortedRun *
+new_run(RowStore *store)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+	SortedRun  *run = palloc0(sizeof(SortedRun));
+
+	if (store->runs_allocated == 0)
+		PrepareTempTablespaces();
+	run->file = BufFileCreateTemp(false);
+	MemoryContextSwitchTo(old_context);
+	return run;
+}
+
+/* Appends a run to the list, which stays in input order. */
+static void
+add_run(RowStore *store, SortedRun *run)
+{
+	if (store->nruns == store->runs_allocated)
+	{
+		store->runs_allocated = Max(16, store->runs_allocated * 2);
+		store->runs = store->runs == NULL ?
+			MemoryContextAlloc(store->context, store->runs_allocated * sizeof(SortedRun *)) :
+			repalloc(store->runs, store->runs_allocated * sizeof(SortedRun *));
+	}
+	store->runs[store->nruns++] = run;
+}
+
+static void
+drop_run(RowStore *store, SortedRun *run)
+{
+	BufFileClose(run->file);
+	store->disk_bytes -= run->bytes;
+	pfree(run);
+}
+
+/* Sorts the rows in memory (exactly) and writes them as a new run; memory
+ * starts over, with room for as many rows again when more are coming. */
+static void
+spill_rows(RowStore *store, bool more_rows)
+{
+	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
+	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
+	SortedRun  *run;
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+	instr_time	start,
+				duration;
+
+	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
+	INSTR_TIME_SET_CURRENT(start);
+	run = new_run(store);
+	add_run(store, run);
+	for (size_t i = 0; i < nout; i++)
+	{
+		uint32_t	row = store->order[i];
+
+		/* the rows lie scattered in memory: fetch a few ahead */
+		if (i + PREFETCH_DISTANCE < nout)
+		{
+			uint32_t	ahead = store->order[i + PREFETCH_DISTANCE];
+
+			__builtin_prefetch(store->tuples[ahead]);
+			for (int k = 0; k < store->nkeys; k++)
+				__builtin_prefetch(&store->column_keys[k][ahead]);
+		}
+
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			keys[k] = store->column_keys[k][row];
+			nulls[k] = store->column_nulls[k][row];
+		}
+		write_record(store, run, keys, nulls, store->tuples[row]);
+	}
+	/* with a bound, the bound-th row of this run is a threshold too */
+	if (limit > 0 && nout == limit &&
+		(!store->have_threshold ||
+		 compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0))
+	{
+		memcpy(store->threshold_keys, keys, sizeof(keys));
+		memcpy(store->threshold_nulls, nulls, sizeof(nulls));
+		store->have_threshold = true;
+	}
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
+	store->stats.runs++;
+	store->stats.external = true;
+
+	MemoryContextDelete(store->rows_context);
+	allocate_rows(store, more_rows ? store->capacity : 1);
+}
+
+/* ---- merging ---- */
+
+/* The input's next row into its keys, nulls and tuple; false when done. */
+static bool
+advance_input(RowStore *store, MergeInput *input)
+{
+	if (input->run == NULL)
+	{
+		uint32_t	row;
+
+		if (input->next >= store->ntuples)
+			return false;
+		row = store->order[input->next++];
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			input->keys[k] = store->column_keys[k][row];
+			input->nulls[k] = store->column_nulls[k][row];
+		}
+		input->tuple = store->tuples[row];
+		return true;
+	}
+	else
+	{
+		uint32		length;
+
+		if (!read_record(store, input->run->file, input->keys, input->nulls,
+						 &input->buffer, &input->buffer_size, &length))
+			return false;
+		input->tuple = (MinimalTuple) input->buffer;
+		return true;
+	}
+}
+
+static inline bool
+input_before(RowStore *store, int a, int b)
+{
+	MergeInput *x = &store->inputs[a];
+	MergeInput *y = &store->inputs[b];
+	int			order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
+
+	/* equal keys: the earlier input first (inputs are in input order, the
+	 * rows in memory last), so the sort stays stable */
+	return order < 0 || (order == 0 && a < b);
+}
+
+static void
+sift_down(RowStore *store, int at)
+{
+	int		   *heap = store->heap;
+
+	for (;;)
+	{
+		int			child = 2 * at + 1;
+
+		if (child >= store->heap_size)
+			break;
+		if (child + 1 < store->heap_size && input_before(store, heap[child + 1], heap[child]))
+			child++;
+		if (!input_before(store, heap[child], heap[at]))
+			break;
+		{
+			int			swap = heap[at];
+
+			heap[at] = heap[child];
+			heap[child] = swap;
+		}
+		at = child;
+	}
+}
+
+/* Starts merging runs[first .. first + count - 1], and the rows in memory
+ * when with_memory, from their beginnings. */
+static void
+start_merge(RowStore *store, int first, int count, bool with_memory)
+{
+	int			ninputs = count + (with_memory ? 1 : 0);
+
+	if (store->inputs == NULL || store->ninputs < ninputs)
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(store->context);
+
+		store->inputs = palloc0(ninputs * sizeof(MergeInput));
+		store->heap = palloc(ninputs * sizeof(int));
+		MemoryContextSwitchTo(old_context);
+	}
+	store->ninputs = ninputs;
+	store->heap_size = 0;
+	store->last_input = -1;
+	for (int i = 0; i < ninputs; i++)
+	{
+		MergeInput *input = &store->inputs[i];
+
+		input->run = i < count ? store->runs[first + i] : NULL;
+		input->next = 0;
+		if (input->run != NULL)
+			seek_file(input->run->file, 0);
+		if (advance_input(store, input))
+			store->heap[store->heap_size++] = i;
+	}
+	for (int at = store->heap_size / 2 - 1; at >= 0; at--)
+		sift_down(store, at);
+}
+
+/* The merge's next row, or NULL; valid until the next call. */
+static MergeInput *
+next_merged(RowStore *store)
+{
+	if (store->last_input >= 0)
+	{
+		/* the input of the row returned last moves on now, not before:
+		 * that row stayed valid in its buffer until this call */
+		if (advance_input(store, &store->inputs[store->last_input]))
+			sift_down(store, 0);
+		else
+		{
+			store->heap[0] = store->heap[--store->heap_size];
+			sift_down(store, 0);
+		}
+		store->last_input = -1;
+	}
+	if (store->heap_size == 0)
+		return NULL;
+	store->last_input = store->heap[0];
+	return &store->inputs[store->last_input];
+}
+
+/* Merges runs[first .. first + count - 1] (and the rows in memory) into a
+ * new run, at most `limit` rows (0: all), and drops them (their places in
+ * the list are the caller's to fill). */
+static SortedRun *
+merge_into_run(RowStore *store, int first, int count, bool with_memory, size_t limit)
+{
+	SortedRun  *merged;
+	MergeInput *input;
+	size_t		written = 0;
+	instr_time	start,
+				duration;
+
+	INSTR_TIME_SET_CURRENT(start);
+	start_merge(store, first, count, with_memory);
+	merged = new_run(store);
+	while ((limit == 0 || written < limit) && (input = next_merged(store)) != NULL)
+	{
+		if ((written & 0x3fff) == 0)
+			CHECK_FOR_INTERRUPTS();
+		write_record(store, merged, input->keys, input->nulls, input->tuple);
+		written++;
+	}
+	for (int i = 0; i < count; i++)
+	{
+		drop_run(store, store->runs[first + i]);
+		store->runs[first + i] = NULL;
+	}
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.merge_ms += INSTR_TIME_GET_MILLISEC(duration);
+	return merged;
+}
+
+/* ---- the public interface ---- */
+
+RowStore *
+row_store_begin(const RowStoreSpec *spec)
+{
+	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext, "GpuSort row store",
+												  ALLOCSET_DEFAULT_SIZES);
+	RowStore   *store = MemoryContextAllocZero(context, sizeof(RowStore));
+	size_t		capacity = 1024;
+
+	store->spec = *spec;
+	store->plan = spec->plan;
+	store->nkeys = spec->plan->nkeys;
+	store->context = context;
+	store->position = -1;
+	store->stats.approximate = spec->approximate;
+	/* start near the planner's estimate, within work_mem */
+	while (capacity < spec->expected_rows &&
+		   capacity * gpusort_row_overhead(store->nkeys) * 4 < spec->work_mem_bytes)
+		capacity *= 2;
+	allocate_rows(store, capacity);
+	gs_key_column_init(&store->approx_range, store->plan->descending[0],
+					   store->plan->nulls_first[0]);
+	return store;
+}
+
+void
+row_store_put(RowStore *store, TupleTableSlot *slot)
+{
+	const GpuSortPlanInfo *plan = store->plan;
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+	bool		bounded = store->spec.bound > 0;
+	size_t		i;
+
+	store->stats.rows_read++;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		Datum		value = slot_getattr(slot, plan->key_attno[k], &nulls[k]);
+
+		keys[k] = nulls[k] ? 0 : store->spec.key_types[k]->encode(value);
+	}
+	/* the approximate sort's intervals span every row, kept or not */
+	if (store->spec.approximate)
+		gs_key_column_observe(&store->approx_range, nulls[0], keys[0]);
+	if (store->have_threshold &&
+		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
+		return;
+
+	if (store->ntuples == store->capacity)
+		grow_rows(store);
+	i = store->ntuples++;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		store->column_keys[k][i] = keys[k];
+		store->column_nulls[k][i] = nulls[k];
+		gs_key_column_observe(&store->columns[k], nulls[k], keys[k]);
+	}
+	store->tuples[i] = copy_row(store, slot);
+
+	if (bounded && store->ntuples >= Max((size_t) store->spec.bound * 2, MIN_PRUNE_ROWS))
+		prune_rows(store);
+	if (store->memory_used > store->spec.work_mem_bytes && store->ntuples >= MIN_RUN_ROWS)
+	{
+		if (bounded && store->ntuples > (size_t) store->spec.bound)
+			prune_rows(store);
+		if (store->memory_used > store->spec.work_mem_bytes && store->ntuples >= MIN_RUN_ROWS)
+			spill_rows(store, true);
+	}
+}
+
+void
+row_store_sort(RowStore *store)
+{
+	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
+	size_t		total;
+	int			merge_order;
+
+	if (store->nruns == 0)
+	{
+		bool		approximate = store->spec.approximate;
+
+		store->stats.rows_sorted = store->ntuples;
+		sort_rows(store, limit, approximate ? GS_ALGO_APPROX : (gs_algorithm) store->plan->algorithm);
+		if (approximate)
+			store->noutputs = store->stats.report.valid_outputs;
+		else
+			store->noutputs = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
+
+		/* tuple pointers in output order: reading then goes in sequence */
+		store->sorted = MemoryContextAllocHuge(store->rows_context,
+											   Max(store->noutputs, 1) * sizeof(MinimalTuple));
+		for (size_t i = 0; i < store->noutputs; i++)
+			store->sorted[i] = store->tuples[store->order[i]];
+		pfree(store->order);
+		store->order = NULL;
+		count_memory(store);
+		store->mode = READ_MEMORY;
+		store->stats.rows_out = store->noutputs;
+		return;
+	}
+
+	/* runs on disk: an exact order, merged */
+	store->stats.approximate = false;
+	total = store->ntuples;
+	for (int r = 0; r < store->nruns; r++)
+		total += (size_t) store->runs[r]->rows;
+	store->stats.rows_sorted = total;
+	store->noutputs = limit > 0 ? Min(total, limit) : total;
+
+	/* the last rows stay in memory only if the runs' buffers fit beside */
+	if (store->ntuples > 0 &&
+		store->memory_used + store->nruns * RUN_READ_BYTES > store->spec.work_mem_bytes)
+		spill_rows(store, false);
+	else if (store->ntuples > 0)
+		sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
+
+	/* as many runs at once as their read buffers fit in work_mem */
+	merge_order = Max(MIN_MERGE_ORDER,
+					  (int) Min((Size) INT_MAX / 2,
+								(store->spec.work_mem_bytes - Min(store->memory_used,
+																  store->spec.work_mem_bytes / 2))
+								/ RUN_READ_BYTES));
+	while (store->nruns + (store->ntuples > 0 ? 1 : 0) > merge_order)
+	{
+		/* one pass: groups of neighbouring runs become one run each, in
+		 * order, until the rest fit one merge */
+		int			excess = store->nruns + (store->ntuples > 0 ? 1 : 0) - merge_order;
+		int			merged = 0;
+		int			first = 0;
+
+		while (first < store->nruns)
+		{
+			int			count = Min(Min(merge_order, store->nruns - first), excess + 1);
+
+			if (count <= 1)
+				store->runs[merged++] = store->runs[first];
+			else
+			{
+				store->runs[merged++] = merge_into_run(store, first, count, false, limit);
+				excess -= count - 1;
+			}
+			first += Max(count, 1);
+		}
+		store->nruns = merged;
+		store->stats.merge_passes++;
+	}
+
+	if (store->spec.random_access)
+	{
+		/* one file, read either way */
+		store->final = merge_into_run(store, 0, store->nruns, store->ntuples > 0, limit);
+		store->runs[0] = store->final;
+		store->nruns = 1;
+		MemoryContextDelete(store->rows_context);
+		allocate_rows(store, 1);
+		store->mode = READ_FILE;
+		store->position = -1;
+	}
+	else
+	{
+		start_merge(store, 0, store->nruns, store->ntuples > 0);
+		store->mode = READ_MERGE;
+	}
+	store->stats.rows_out = store->noutputs;
+}
+
+/* READ_FILE: the record at `offset`, whose tuple is `length` long. */
+static void
+read_file_row(RowStore *store, int64 offset, TupleTableSlot *slot)
+{
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+	uint32		length;
+
+	seek_file(store->final->file, offset);
+	if (!read_record(store, store->final->file, keys, nulls, &store->buffer,
+					 &store->buffer_size, &length))
+		elog(ERROR, "gpusort: a temporary file of sorted rows ended early");
+	store->offset = offset;
+	store->length = length;
+	ExecStoreMinimalTuple((MinimalTuple) store->buffer, slot, false);
+}
+
+/* READ_FILE: the tuple length of the record that ends at `end`. */
+static uint32
+length_before(RowStore *store, int64 end)
+{
+	uint32		length;
+
+	seek_file(store->final->file, end - (int64) sizeof(uint32));
+	read_bytes(store->final->file, &length, sizeof(length), false);
+	return length;
+}
+
+bool
+row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
+{
+	int64		n = (int64) store->noutputs;
+
+	switch (store->mode)
+	{
+		case READ_MEMORY:
+			if (forward && store->position + 1 < n)
+			{
+				store->position++;
+				/* the tuples lie scattered in memory: fetch a few ahead */
+				if (store->position + PREFETCH_DISTANCE < n)
+					__builtin_prefetch(store->sorted[store->position + PREFETCH_DISTANCE]);
+				ExecStoreMinimalTuple(store->sorted[store->position], slot, false);
+				return true;
+			}
+			if (!forward && store->position > 0)
+			{
+				store->position--;
+				ExecStoreMinimalTuple(store->sorted[store->position], slot, false);
+				return true;
+			}
+			break;
+
+		case READ_MERGE:
+			if (!forward)
+				elog(ERROR, "gpusort: backward scan of a sort that was not planned for it");
+			if (store->position + 1 < n)
+			{
+				MergeInput *input = next_merged(store);
+
+				if (input != NULL)
+				{
+					store->position++;
+					ExecStoreMinimalTuple(input->tuple, slot, false);
+					return true;
+				}
+			}
+			break;
+
+		case READ_FILE:
+			if (forward && store->position + 1 < n)
+			{
+				int64		next = store->position < 0 ? 0 :
+					store->offset + (int64) record_size(store, store->length);
+
+				read_file_row(store, next, slot);
+				store->position++;
+				return true;
+			}
+			if (!forward && store->position > 0)
+			{
+				int64		end = store->position >= n ? store->final->bytes : store->offset;
+				uint32		length = length_before(store, end);
+
+				read_file_row(store, end - (int64) record_size(store, length), slot);
+				store->position--;
+				return true;
+			}
+			break;
+	}
+	/* past either end: stand just beyond it, as tuplesort does */
+	if (forward)
+	{
+		if (store->mode == READ_FILE && store->position < n)
+		{
+			store->offset = store->final->bytes;
+			store->length = 0;
+		}
+		store->position = n;
+	}
+	else
+		store->position = -1;
+	ExecClearTuple(slot);
+	return false;
+}
+
+void
+row_store_rewind(RowStore *store)
+{
+	store->position = -1;
+	if (store->mode == READ_MERGE)
+		start_merge(store, 0, store->nruns, store->ntuples > 0);
+}
+
+void
+row_store_mark(RowStore *store)
+{
+	if (store->mode == READ_MERGE)
+		elog(ERROR, "gpusort: mark of a sort that was not planned for it");
+	store->marked_position = store->position;
+	store->marked_offset = store->offset;
+	store->marked_length = store->length;
+}
+
+void
+row_store_restore(RowStore *store)
+{
+	if (store->mode == READ_MERGE)
+		elog(ERROR, "gpusort: restore of a sort that was not planned for it");
+	store->position = store->marked_position;
+	store->offset = store->marked_offset;
+	store->length = store->marked_length;
+}
+
+const RowStoreStats *
+row_store_stats(const RowStore *store)
+{
+	return &store->stats;
+}
+
+void
+row_store_end(RowStore *store)
+{
+	for (int r = 0; r < store->nruns; r++)
+		BufFileClose(store->runs[r]->file);
+	MemoryContextDelete(store->context);
+}

@@ -1,0 +1,69 @@
+/*
+ * row_store.h — the rows of one GpuSort: gathered, sorted, read back.
+ *
+ * The GpuSort node (executor.c) puts its child's rows in, asks for the sort
+ * once, then reads the rows back in order, as nodeSort.c does with
+ * tuplesort.c. The store keeps its memory within work_mem: rows that
+ * outgrow it are sorted (on the GPU when one is usable) and written as a
+ * sorted run to a temporary file, and the runs are merged as they are read.
+ */
+#ifndef GPUSORT_ROW_STORE_H
+#define GPUSORT_ROW_STORE_H
+
+#include "gpusort.h"
+
+#include "executor/tuptable.h"
+
+typedef struct RowStore RowStore;
+
+/* What the sort does; everything comes from the plan and the settings as
+ * the node starts. */
+typedef struct RowStoreSpec
+{
+	const GpuSortPlanInfo *plan;
+	const GpuSortType *key_types[GS_MAX_KEY_COLUMNS];
+	Size		work_mem_bytes;
+	int64		bound;			/* keep only the first `bound` rows; 0: all */
+	bool		random_access;	/* backward reads, rewind, mark/restore */
+	bool		approximate;	/* approximate order (in memory only) */
+	int			intervals;		/* ... with this many intervals */
+	double		expected_rows;	/* the planner's estimate, to size arrays */
+} RowStoreSpec;
+
+/* How the sort went, for EXPLAIN ANALYZE. */
+typedef struct RowStoreStats
+{
+	int64		rows_read;		/* rows put in */
+	size_t		rows_sorted;	/* rows kept and sorted (all runs together) */
+	size_t		rows_out;		/* rows the store gives back */
+	bool		approximate;	/* the rows came back in approximate order */
+	int			pruned;			/* bounded: times the kept rows were cut */
+	Size		peak_memory;	/* bytes of memory, as allocated */
+
+	/* external sort: sorted runs in temporary files, merged */
+	bool		external;
+	int			runs;			/* sorted runs written while gathering */
+	int			merge_passes;	/* merges before the last, when too many runs */
+	int64		disk_bytes;		/* the most bytes on disk at one time */
+
+	/* the engine's sorts, all runs together */
+	gs_sort_report report;
+	unsigned	layout_words;
+	double		sort_ms;		/* in the engine */
+	double		write_ms;		/* writing runs */
+	double		merge_ms;		/* merge passes before reading */
+} RowStoreStats;
+
+extern RowStore *row_store_begin(const RowStoreSpec *spec);
+extern void row_store_put(RowStore *store, TupleTableSlot *slot);
+extern void row_store_sort(RowStore *store);
+/* The next row in `forward` direction into `slot` (a minimal tuple slot),
+ * valid until the next call; false, with the slot cleared, past either end. */
+extern bool row_store_get(RowStore *store, bool forward, TupleTableSlot *slot);
+extern void row_store_rewind(RowStore *store);
+extern void row_store_mark(RowStore *store);
+extern void row_store_restore(RowStore *store);
+extern const RowStoreStats *row_store_stats(const RowStore *store);
+extern void row_store_end(RowStore *store);
+
+#endif							/* GPUSORT_ROW_STORE_H */
