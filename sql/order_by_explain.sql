@@ -27,10 +27,11 @@ SET gpusort.algorithm = bitonic;
 EXPLAIN (COSTS OFF) SELECT * FROM e ORDER BY k;
 RESET gpusort.algorithm;
 
--- The cost model: rows that will not fit in work_mem would go to
--- PostgreSQL's tuplesort after GpuSort gathered them, so with the costs
--- deciding (the default gpusort.min_rows) the planner keeps PostgreSQL's
--- Sort there. EXPLAIN only plans: the ten million rows are never made.
+-- The cost model, with the costs deciding (the default gpusort.min_rows):
+-- ten million rows go to GpuSort in memory, and also beyond work_mem,
+-- where it sorts runs and merges them from disk as PostgreSQL's external
+-- sort does, with cheaper runs and comparisons. EXPLAIN only plans: the
+-- ten million rows are never made.
 RESET gpusort.min_rows;
 SET work_mem = '4GB';
 EXPLAIN (COSTS OFF) SELECT g FROM generate_series(1, 10000000) g ORDER BY g;
@@ -39,7 +40,7 @@ EXPLAIN (COSTS OFF) SELECT g FROM generate_series(1, 10000000) g ORDER BY g;
 RESET work_mem;
 SET gpusort.min_rows = 0;
 
--- ANALYZE: rows sorted, bound, and the hand-over to tuplesort
+-- ANALYZE: rows sorted, bound, and the runs of an external sort
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY g, k LIMIT 20;
 SET work_mem = '64kB';

@@ -48,6 +48,8 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include <math.h>
+
 static create_upper_paths_hook_type previous_upper_paths_hook = NULL;
 
 /*
@@ -238,10 +240,12 @@ gpu_expected(void)
  * Every input row is read and encoded, also under a bound (it only saves
  * copying rows that cannot make it), so the cost is linear in input rows.
  *
- * Rows that will not fit in work_mem (the rows kept, under a bound) go to
- * PostgreSQL's tuplesort after all, on top of GpuSort's own gathering: such
- * a sort is costed as that tuplesort plus the gathering, which never beats
- * PostgreSQL's own Sort, so the planner declines it.
+ * Rows that will not fit in work_mem (the rows kept, under a bound) are
+ * sorted in work_mem-sized runs (one GPU job each), written to temporary
+ * files and merged on their encoded keys (row_store.c): that adds the
+ * pages written and read, charged as cost_sort() charges PostgreSQL's own
+ * external sort, one comparison per row and level of the merge, and a GPU
+ * job's fixed cost per run.
  */
 static void
 cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool bounded,
@@ -250,23 +254,28 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 	double		rows = input->rows;
 	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
 	double		kept = bounded && root->limit_tuples > 0 ? Min(rows, root->limit_tuples) : rows;
-	double		row_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader) +
-		gpusort_row_overhead(nkeys);
+	double		tuple_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader);
+	double		memory_bytes = (double) work_mem * 1024.0;
+	double		startup = input->total_cost + rows * per_row +
+		(on_gpu ? GPU_STARTUP_COST : 0.0);
 
 	path->path.rows = rows;
-	if (kept * row_bytes > (double) work_mem * 1024.0)
+	if (kept * (tuple_bytes + gpusort_row_overhead(nkeys)) > memory_bytes)
 	{
-		Path		tuplesort;
+		double		run_rows = Max(memory_bytes / (tuple_bytes + gpusort_row_overhead(nkeys)), 1024.0);
+		double		runs = ceil(kept / run_rows);
+		double		record_bytes = tuple_bytes + nkeys * (sizeof(uint64) + 1) + 2 * sizeof(uint32);
+		double		pages = ceil(kept * record_bytes / BLCKSZ);
+		double		merge_order = Max(6.0, memory_bytes / (BLCKSZ + 1024.0));
+		double		passes = runs <= merge_order ? 1.0 : ceil(log(runs) / log(merge_order));
 
-		cost_sort(&tuplesort, root, root->sort_pathkeys, input->total_cost, rows,
-				  input->pathtarget->width, 0.0, work_mem, bounded ? root->limit_tuples : -1.0);
-		path->path.startup_cost = tuplesort.startup_cost + rows * per_row;
-		path->path.total_cost = tuplesort.total_cost + rows * per_row;
-		return;
+		startup += 2.0 * pages * passes * (seq_page_cost * 0.75 + random_page_cost * 0.25);
+		startup += kept * passes * log2(Min(runs, merge_order) + 1.0) * cpu_operator_cost;
+		if (on_gpu)
+			startup += (runs - 1.0) * GPU_STARTUP_COST;
 	}
-	path->path.startup_cost = input->total_cost + rows * per_row +
-		(on_gpu ? GPU_STARTUP_COST : 0.0);
-	path->path.total_cost = path->path.startup_cost + rows * cpu_operator_cost;
+	path->path.startup_cost = startup;
+	path->path.total_cost = startup + rows * cpu_operator_cost;
 }
 
 /* Does the expression hold a Var with varno 0 (a set operation's output)?
