@@ -247,6 +247,24 @@ gpu_expected(void)
  * external sort, one comparison per row and level of the merge, and a GPU
  * job's fixed cost per run.
  */
+/* Bytes one input row takes in memory: the tuple and GpuSort's overhead. */
+static double
+row_bytes(Path *input, int nkeys)
+{
+	return MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader) +
+		gpusort_row_overhead(nkeys);
+}
+
+/* Will the rows kept outgrow work_mem (an external sort)? */
+static bool
+spills(PlannerInfo *root, Path *input, int nkeys, bool bounded)
+{
+	double		kept = bounded && root->limit_tuples > 0 ?
+		Min(input->rows, root->limit_tuples) : input->rows;
+
+	return kept * row_bytes(input, nkeys) > (double) work_mem * 1024.0;
+}
+
 static void
 cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool bounded,
 			 bool on_gpu)
@@ -260,9 +278,9 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 		(on_gpu ? GPU_STARTUP_COST : 0.0);
 
 	path->path.rows = rows;
-	if (kept * (tuple_bytes + gpusort_row_overhead(nkeys)) > memory_bytes)
+	if (spills(root, input, nkeys, bounded))
 	{
-		double		run_rows = Max(memory_bytes / (tuple_bytes + gpusort_row_overhead(nkeys)), 1024.0);
+		double		run_rows = Max(memory_bytes / row_bytes(input, nkeys), 1024.0);
 		double		runs = ceil(kept / run_rows);
 		double		record_bytes = tuple_bytes + nkeys * (sizeof(uint64) + 1) + 2 * sizeof(uint32);
 		double		pages = ceil(kept * record_bytes / BLCKSZ);
@@ -492,6 +510,17 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	}
 	if (full == NULL && partial == NULL)
 		return;
+
+	/*
+	 * A serial GpuSort that spills does its gathering, run writing and
+	 * merging on one CPU core; where parallel workers could share that, it
+	 * lost to every parallel plan on the GPU machine (bench/README.md),
+	 * while PostgreSQL's planner overprices parallel plans enough to pick
+	 * it. So there only the partial GpuSorts are offered.
+	 */
+	if (full != NULL && partial != NULL &&
+		spills(root, (Path *) linitial(full->custom_paths), list_length(root->sort_pathkeys), false))
+		full = NULL;
 
 	/*
 	 * An explicit opt-in (approximate order) or gpusort.min_rows = 0 (tests)
