@@ -185,6 +185,15 @@ SET work_mem = '1MB';
 SELECT same_order('SELECT * FROM big ORDER BY k', 'k') AS spilled;
 SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 50000', 'k') AS spilled_bounded;
 RESET work_mem;
+-- with the costs deciding: where parallel workers could read the input, a
+-- bounded GpuSort (one core reading every row) is not offered, and
+-- PostgreSQL's own plan stays; without workers GpuSort takes it
+RESET gpusort.min_rows;
+EXPLAIN (COSTS OFF) SELECT * FROM big ORDER BY k LIMIT 100000;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM big ORDER BY k LIMIT 100000;
+RESET max_parallel_workers_per_gather;
+SET gpusort.min_rows = 0;
 -- at 64kB: some 200 runs, more than one merge reads at once, so runs are
 -- merged in passes first; several keys, NULLs both ways, bounds
 SET work_mem = '64kB';

@@ -508,19 +508,25 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		if (!pathkeys_contained_in(root->sort_pathkeys, cheapest_partial->pathkeys))
 			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, &unused);
 	}
+	/*
+	 * Where parallel workers could read the input, a serial GpuSort that
+	 * spills (gathering, writing runs and merging on one CPU core) or that
+	 * is bounded (reading every row on one core to keep a few) lost to
+	 * PostgreSQL's parallel plans on the GPU machine (bench/README.md),
+	 * whose costs for Gather Merge are high enough that the planner would
+	 * pick it. There only the partial GpuSorts (for full sorts) compete.
+	 * The approximate opt-in is not a matter of speed and stays, and so
+	 * does everything under gpusort.min_rows = 0 (tests).
+	 */
+	if (full != NULL && !approximate && gpusort_min_rows > 0 && output_rel->consider_parallel &&
+		input_rel->partial_pathlist != NIL &&
+		(root->parse->limitCount != NULL ||
+		 spills(root, (Path *) linitial(full->custom_paths), list_length(root->sort_pathkeys),
+				false)))
+		full = NULL;
+
 	if (full == NULL && partial == NULL)
 		return;
-
-	/*
-	 * A serial GpuSort that spills does its gathering, run writing and
-	 * merging on one CPU core; where parallel workers could share that, it
-	 * lost to every parallel plan on the GPU machine (bench/README.md),
-	 * while PostgreSQL's planner overprices parallel plans enough to pick
-	 * it. So there only the partial GpuSorts are offered.
-	 */
-	if (full != NULL && partial != NULL &&
-		spills(root, (Path *) linitial(full->custom_paths), list_length(root->sort_pathkeys), false))
-		full = NULL;
 
 	/*
 	 * An explicit opt-in (approximate order) or gpusort.min_rows = 0 (tests)
