@@ -119,7 +119,7 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id FROM t WHERE k IN (SELECT k FROM t ORDER BY k LIMIT 50) ORDER BY id', 'id')
 ) v(q, k);
 
--- a partitioned table: one GpuSort over the Append of its partitions
+-- a partitioned table: one GpuSort over the Append of its partitions ...
 CREATE TABLE parted (id int, k int, b bigint) PARTITION BY RANGE (id);
 CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (MINVALUE) TO (7000);
 CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (7000) TO (14000);
@@ -132,6 +132,23 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT * FROM parted ORDER BY b DESC NULLS LAST LIMIT 100', 'b'),
   ('SELECT * FROM parted WHERE id > 5000 ORDER BY k NULLS FIRST, b', 'k, b')
 ) v(q, k);
+-- ... and where the whole would outgrow work_mem but each partition fits,
+-- a Merge Append of one GpuSort per partition (each bounded under a LIMIT);
+-- on the CPU, whose costs are the same on every machine (on a GPU the
+-- fixed cost of a job per partition tips these 20000 rows the other way)
+SET work_mem = '1MB';
+SET max_parallel_workers_per_gather = 0;
+SET gpusort.device = cpu;
+EXPLAIN (COSTS OFF) SELECT * FROM parted ORDER BY k, id;
+EXPLAIN (COSTS OFF) SELECT * FROM parted ORDER BY b DESC, id LIMIT 10 OFFSET 5;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM parted ORDER BY k, id', 'k, id'),
+  ('SELECT * FROM parted ORDER BY b DESC, id LIMIT 10 OFFSET 5', 'b, id'),
+  ('SELECT id, k FROM parted WHERE id > 5000 ORDER BY k NULLS FIRST, id DESC', 'k, id')
+) v(q, k);
+RESET gpusort.device;
+RESET max_parallel_workers_per_gather;
+RESET work_mem;
 
 -- rescans: the inner side of a nested loop, with and without new parameters
 SET enable_hashjoin = off;

@@ -122,10 +122,12 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 
 /*
  * The expression a pathkey sorts by, as it appears in the input's target,
- * or NULL if it does not appear there.
+ * or NULL if it does not appear there. child_relids: the input is one
+ * partition's (an append rel's child), whose expressions are the
+ * equivalence classes' child members for those relids; NULL otherwise.
  */
 static Expr *
-find_key_expression(PathKey *pathkey, PathTarget *target)
+find_key_expression(PathKey *pathkey, PathTarget *target, Relids child_relids)
 {
 	ListCell   *lc;
 
@@ -135,7 +137,7 @@ find_key_expression(PathKey *pathkey, PathTarget *target)
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
 
-		if (find_ec_member_matching_expr(pathkey->pk_eclass, expr, NULL) != NULL)
+		if (find_ec_member_matching_expr(pathkey->pk_eclass, expr, child_relids) != NULL)
 			return expr;
 	}
 	return NULL;
@@ -146,8 +148,8 @@ find_key_expression(PathKey *pathkey, PathTarget *target)
  * can be a GpuSort key; returns false otherwise.
  */
 static bool
-analyze_sort_keys(PlannerInfo *root, PathTarget *target, GpuSortPlanInfo *info,
-				  List **key_exprs)
+analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
+				  GpuSortPlanInfo *info, List **key_exprs)
 {
 	ListCell   *lc;
 
@@ -163,7 +165,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, GpuSortPlanInfo *info,
 
 		if (k == GS_MAX_KEY_COLUMNS)
 			return false;
-		expr = find_key_expression(pathkey, target);
+		expr = find_key_expression(pathkey, target, child_relids);
 		if (expr == NULL || contain_volatile_functions((Node *) expr))
 			return false;
 		type = exprType((Node *) expr);
@@ -320,6 +322,20 @@ path_sorts(Path *path)
 		return path_sorts(((ProjectionPath *) path)->subpath);
 	if (IsA(path, GatherMergePath))
 		return path_sorts(((GatherMergePath *) path)->subpath);
+	if (IsA(path, MergeAppendPath))
+	{
+		/* PostgreSQL adds a Sort below for each input not in order */
+		ListCell   *lc;
+
+		foreach(lc, ((MergeAppendPath *) path)->subpaths)
+		{
+			Path	   *subpath = (Path *) lfirst(lc);
+
+			if (!pathkeys_contained_in(path->pathkeys, subpath->pathkeys) || path_sorts(subpath))
+				return true;
+		}
+		return false;
+	}
 	return IsA(path, SortPath) || IsA(path, IncrementalSortPath);
 }
 
@@ -418,11 +434,12 @@ input_to_sort(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
  * above it) runs in each parallel worker and the leader over their share of
  * the rows: it is never approximate (the approximate guarantee is about the
  * whole result, and Gather Merge needs each input in exact order) and never
- * bounded (each process keeps all of its rows).
+ * bounded (each process keeps all of its rows). A partition's (child: its
+ * rel, for a Merge Append above) is exact too, and bounded like the whole.
  */
 static CustomPath *
 make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool partial,
-				  bool *approximate)
+				  RelOptInfo *child, bool *approximate)
 {
 	GpuSortPlanInfo info;
 	List	   *key_exprs;
@@ -434,12 +451,14 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 		return NULL;
 	if (has_setop_output_var((Node *) input->pathtarget->exprs, NULL))
 		return NULL;
-	if (!analyze_sort_keys(root, input->pathtarget, &info, &key_exprs))
+	if (!analyze_sort_keys(root, input->pathtarget, child ? child->relids : NULL,
+						   &info, &key_exprs))
 		return NULL;
-	info.approx_eligible = !partial && approximation_eligible(root, &info);
-	/* the approximate opt-in applies at any size */
+	info.approx_eligible = !partial && child == NULL && approximation_eligible(root, &info);
+	/* the approximate opt-in applies at any size; a partition's sort
+	 * counts as part of the whole, whose size the caller checked */
 	*approximate = info.approx_eligible && gpusort_approximate_intervals > 0;
-	if (!*approximate &&
+	if (!*approximate && child == NULL &&
 		input->rows * (partial ? Max(input->parallel_workers, 1) : 1) < gpusort_min_rows)
 		return NULL;
 	info.algorithm = gpusort_algorithm;
@@ -448,7 +467,7 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 
 	path = makeNode(CustomPath);
 	path->path.pathtype = T_CustomScan;
-	path->path.parent = output_rel;
+	path->path.parent = child ? child : output_rel;
 	path->path.pathtarget = input->pathtarget;
 	path->path.param_info = NULL;
 	path->path.parallel_aware = false;
@@ -479,16 +498,76 @@ project_to_final_target(PlannerInfo *root, RelOptInfo *output_rel, Path *path)
 	return path;
 }
 
+/*
+ * Where parallel workers could read the input, a serial GpuSort that
+ * spills (gathering, writing runs and merging on one CPU core) or that is
+ * bounded (reading every row on one core to keep a few) lost to
+ * PostgreSQL's parallel plans on the GPU machine (bench/README.md), whose
+ * costs for Gather Merge are high enough that the planner would pick it.
+ * There only the partial GpuSorts (for full sorts) compete. The
+ * approximate opt-in is not a matter of speed, and gpusort.min_rows = 0
+ * (tests) wants GpuSort wherever it can run.
+ */
+static bool
+serial_loses_to_parallel(PlannerInfo *root, CustomPath *path, bool parallel_possible)
+{
+	Path	   *input = (Path *) linitial(path->custom_paths);
+
+	return parallel_possible && gpusort_min_rows > 0 &&
+		(root->parse->limitCount != NULL ||
+		 spills(root, input, list_length(root->sort_pathkeys), false));
+}
+
+/*
+ * Over a partitioned table (an Append of its partitions, or of a UNION
+ * ALL's members), a Merge Append of one GpuSort per partition, as
+ * PostgreSQL puts one Sort under a Merge Append per partition: each sort
+ * is smaller (it may fit work_mem where the whole would not) and under a
+ * LIMIT each is bounded by LIMIT + OFFSET. Never approximate. NULL where
+ * the input is no such Append or a partition's sort is not GpuSort's.
+ */
+static Path *
+make_partitionwise_path(PlannerInfo *root, RelOptInfo *input_rel, Path *input,
+						bool parallel_possible)
+{
+	List	   *children = NIL;
+	ListCell   *lc;
+
+	if (input == NULL || !IsA(input, AppendPath) || input->parallel_aware ||
+		input->param_info != NULL || list_length(((AppendPath *) input)->subpaths) < 2)
+		return NULL;
+	foreach(lc, ((AppendPath *) input)->subpaths)
+	{
+		Path	   *subpath = (Path *) lfirst(lc);
+		CustomPath *child;
+		bool		unused;
+
+		if (subpath->parallel_aware)
+			return NULL;
+		child = make_gpusort_path(root, input_rel, subpath, false, subpath->parent, &unused);
+		if (child == NULL || serial_loses_to_parallel(root, child, parallel_possible))
+			return NULL;
+		children = lappend(children, child);
+	}
+	return (Path *) create_merge_append_path(root, input_rel, children, root->sort_pathkeys,
+											 NULL);
+}
+
 static void
 add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
 {
 	CustomPath *full;
 	CustomPath *partial = NULL;
+	Path	   *partitionwise = NULL;
+	Path	   *input = input_to_sort(root, input_rel, output_rel);
+	bool		parallel_possible = output_rel->consider_parallel &&
+		input_rel->partial_pathlist != NIL;
 	bool		approximate;
 	bool		unused;
 
-	full = make_gpusort_path(root, output_rel, input_to_sort(root, input_rel, output_rel),
-							 false, &approximate);
+	full = make_gpusort_path(root, output_rel, input, false, NULL, &approximate);
+	if (full != NULL && !approximate)
+		partitionwise = make_partitionwise_path(root, input_rel, input, parallel_possible);
 
 	/*
 	 * Gather Merge over partial GpuSorts, as PostgreSQL builds Gather Merge
@@ -506,26 +585,13 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		Path	   *cheapest_partial = (Path *) linitial(input_rel->partial_pathlist);
 
 		if (!pathkeys_contained_in(root->sort_pathkeys, cheapest_partial->pathkeys))
-			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, &unused);
+			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, NULL,
+										&unused);
 	}
-	/*
-	 * Where parallel workers could read the input, a serial GpuSort that
-	 * spills (gathering, writing runs and merging on one CPU core) or that
-	 * is bounded (reading every row on one core to keep a few) lost to
-	 * PostgreSQL's parallel plans on the GPU machine (bench/README.md),
-	 * whose costs for Gather Merge are high enough that the planner would
-	 * pick it. There only the partial GpuSorts (for full sorts) compete.
-	 * The approximate opt-in is not a matter of speed and stays, and so
-	 * does everything under gpusort.min_rows = 0 (tests).
-	 */
-	if (full != NULL && !approximate && gpusort_min_rows > 0 && output_rel->consider_parallel &&
-		input_rel->partial_pathlist != NIL &&
-		(root->parse->limitCount != NULL ||
-		 spills(root, (Path *) linitial(full->custom_paths), list_length(root->sort_pathkeys),
-				false)))
+	if (full != NULL && !approximate && serial_loses_to_parallel(root, full, parallel_possible))
 		full = NULL;
 
-	if (full == NULL && partial == NULL)
+	if (full == NULL && partial == NULL && partitionwise == NULL)
 		return;
 
 	/*
@@ -537,6 +603,8 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		remove_sorting_paths(output_rel);
 	if (full != NULL)
 		add_path(output_rel, project_to_final_target(root, output_rel, &full->path));
+	if (partitionwise != NULL)
+		add_path(output_rel, project_to_final_target(root, output_rel, partitionwise));
 	if (partial != NULL)
 	{
 		Path	   *input = (Path *) linitial(partial->custom_paths);
