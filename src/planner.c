@@ -553,6 +553,20 @@ make_partitionwise_path(PlannerInfo *root, RelOptInfo *input_rel, Path *input,
 											 NULL);
 }
 
+/*
+ * Is the input a Citus coordinator's scan of its workers' results? Citus's
+ * custom scan claims 100000 rows whatever the truth, so its row count is
+ * no ground for costs.
+ */
+static bool
+reads_citus_results(Path *path)
+{
+	if (path != NULL && IsA(path, ProjectionPath))
+		path = ((ProjectionPath *) path)->subpath;
+	return path != NULL && IsA(path, CustomPath) &&
+		strncmp(((CustomPath *) path)->methods->CustomName, "Citus", 5) == 0;
+}
+
 static void
 add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
 {
@@ -565,6 +579,18 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	bool		approximate;
 	bool		unused;
 
+	/*
+	 * On a Citus coordinator the workers' results arrive in any number. Under
+	 * a LIMIT each worker sends at most LIMIT + OFFSET rows per shard, few
+	 * enough for PostgreSQL's top-N heapsort; a full ORDER BY gets every
+	 * row, so GpuSort takes it whatever the claimed count, and chooses
+	 * between the GPU and the CPU by the real count when it runs
+	 * (gpusort.gpu_min_elements). gpusort.min_rows = 0 (tests) keeps both.
+	 */
+	bool		citus_merge = reads_citus_results(input) && gpusort_min_rows > 0;
+
+	if (citus_merge && root->parse->limitCount != NULL)
+		return;
 	full = make_gpusort_path(root, output_rel, input, false, NULL, &approximate);
 	if (full != NULL && !approximate)
 		partitionwise = make_partitionwise_path(root, input_rel, input, parallel_possible);
@@ -599,7 +625,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	 * means GpuSort instead of a Sort whatever the costs say; input that
 	 * comes in order already (an index) may still win, with no sort at all.
 	 */
-	if (approximate || gpusort_min_rows == 0)
+	if (approximate || gpusort_min_rows == 0 || (citus_merge && full != NULL))
 		remove_sorting_paths(output_rel);
 	if (full != NULL)
 		add_path(output_rel, project_to_final_target(root, output_rel, &full->path));
