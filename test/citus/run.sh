@@ -482,7 +482,17 @@ q "$coord" >"$workdir/plan-rows.txt" 2>&1 <<'SQL'
 EXPLAIN (VERBOSE) SELECT k4, id FROM events ORDER BY k4 NULLS FIRST;
 SQL
 info "Citus's scan on the coordinator claims: $(grep -oE 'Custom Scan \(Citus[^)]*\)  \(cost=[^)]*\)' "$workdir/plan-rows.txt" | head -n 1)"
-info "gpusort.min_rows = 50000 (its default) on the coordinator, ORDER BY over ~9 rows (WHERE id < 10): $(explain default_full "SELECT k4, id FROM events WHERE id < 10 ORDER BY k4" "RESET gpusort.min_rows; RESET gpusort.gpu_min_elements; SET gpusort.min_rows = 50000;")"
+# that count is no ground for costs: at the default gpusort.min_rows a full
+# ORDER BY there is GpuSort's whatever the count (it picks GPU or CPU when
+# it runs), and the top-N merge of at most LIMIT rows per shard is
+# PostgreSQL's
+defaults="SET gpusort.min_rows = 50000; SET gpusort.gpu_min_elements = 16384;"
+expect_plan default_full "SELECT k4, id FROM events WHERE id < 10 ORDER BY k4" \
+  "$cond_coord" "$defaults" \
+  "default gpusort.min_rows: a full ORDER BY on the coordinator is GpuSort's, whatever Citus's scan claims"
+expect_plan default_limit "SELECT k4, id FROM events ORDER BY k4, id LIMIT 25" \
+  'v["coord"] == 0 && v["csort"] >= 1' "$defaults" \
+  "default gpusort.min_rows: the coordinator's top-N over the shards' LIMIT rows stays PostgreSQL's"
 
 run_queries on
 
