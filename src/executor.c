@@ -20,7 +20,6 @@
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "portability/instr_time.h"
-#include "utils/memutils.h"
 
 #include "gpusort_executor.h"
 

@@ -257,14 +257,20 @@ row_bytes(Path *input, int nkeys)
 		gpusort_row_overhead(nkeys);
 }
 
+/* Rows a sort keeps: all of them, or under a bound the LIMIT's. */
+static double
+kept_rows(PlannerInfo *root, Path *input, bool bounded)
+{
+	return bounded && root->limit_tuples > 0 ?
+		Min(input->rows, root->limit_tuples) : input->rows;
+}
+
 /* Will the rows kept outgrow work_mem (an external sort)? */
 static bool
 spills(PlannerInfo *root, Path *input, int nkeys, bool bounded)
 {
-	double		kept = bounded && root->limit_tuples > 0 ?
-		Min(input->rows, root->limit_tuples) : input->rows;
-
-	return kept * row_bytes(input, nkeys) > (double) work_mem * 1024.0;
+	return kept_rows(root, input, bounded) * row_bytes(input, nkeys) >
+		(double) work_mem * 1024.0;
 }
 
 static void
@@ -273,7 +279,7 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 {
 	double		rows = input->rows;
 	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
-	double		kept = bounded && root->limit_tuples > 0 ? Min(rows, root->limit_tuples) : rows;
+	double		kept = kept_rows(root, input, bounded);
 	double		tuple_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader);
 	double		memory_bytes = (double) work_mem * 1024.0;
 	double		startup = input->total_cost + rows * per_row +
@@ -512,10 +518,11 @@ static bool
 serial_loses_to_parallel(PlannerInfo *root, CustomPath *path, bool parallel_possible)
 {
 	Path	   *input = (Path *) linitial(path->custom_paths);
+	int			nkeys = list_length(lsecond(path->custom_private));
+	bool		bounded = lthird(path->custom_private) != NIL;
 
 	return parallel_possible && gpusort_min_rows > 0 &&
-		(root->parse->limitCount != NULL ||
-		 spills(root, input, list_length(root->sort_pathkeys), false));
+		(bounded || spills(root, input, nkeys, bounded));
 }
 
 /*
@@ -605,8 +612,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	 * values of the Limit's parameters), and a bounded GpuSort over a
 	 * Gather keeps only LIMIT + OFFSET rows.
 	 */
-	if (!approximate && root->limit_tuples < 0 && output_rel->consider_parallel &&
-		input_rel->partial_pathlist != NIL)
+	if (!approximate && root->limit_tuples < 0 && parallel_possible)
 	{
 		Path	   *cheapest_partial = (Path *) linitial(input_rel->partial_pathlist);
 
