@@ -26,7 +26,7 @@ PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
 
 GLUE_OBJS = src/gpusort.o src/errors.o src/types.o src/array_functions.o \
 	src/info.o src/stats.o src/planner.o src/executor.o src/row_store.o \
-	src/explain.o
+	src/explain.o src/parallel_sort.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
 SERVICE_OBJS = service/worker.o service/client.o
@@ -34,7 +34,7 @@ OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
 GPUD = service/gpusort-gpud
 
 REGRESS = setup array_sort array_functions order_by order_by_limits \
-	order_by_cursor order_by_explain approximate errors upgrade
+	order_by_cursor order_by_explain order_by_parallel approximate errors upgrade
 ISOLATION = skip_locked
 
 CUDA_HOME ?= /usr/local/cuda

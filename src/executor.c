@@ -5,7 +5,9 @@
  * which copies it and encodes its sort keys, and have the store sort them
  * (on the GPU when usable; beyond work_mem in sorted runs on disk, merged).
  * Then hand the rows back in order, forward or backward, with mark/restore
- * and rescan. The bound (LIMIT + OFFSET) and whether to approximate are
+ * and rescan. A parallel sort's two nodes (parallel_sort.c) differ only in
+ * where the rows come from and go: a share's node writes them to a file and
+ * returns none; the merging node reads the shares' files. The bound (LIMIT + OFFSET) and whether to approximate are
  * decided here, when the node runs, not when the plan was made.
  *
  * Errors longjmp out of here at any row; everything the node holds lives in
@@ -53,6 +55,11 @@ static const CustomExecMethods gpusort_exec_methods = {
 	.MarkPosCustomScan = mark_gpusort,
 	.RestrPosCustomScan = restore_gpusort,
 	.ExplainCustomScan = gpusort_explain,
+	/* called only for a parallel sort's shares (parallel_aware plans) */
+	.EstimateDSMCustomScan = gpusort_estimate_dsm,
+	.InitializeDSMCustomScan = gpusort_initialize_dsm,
+	.ReInitializeDSMCustomScan = gpusort_reinitialize_dsm,
+	.InitializeWorkerCustomScan = gpusort_initialize_worker,
 };
 
 Node *
@@ -155,7 +162,27 @@ gpusort_evaluate_bound(GpuSortState *state)
 	return count + offset;
 }
 
-/* Reads every row of the child into a new row store and sorts them. */
+/* What the row store is to do, from the plan and the node's start. */
+static void
+make_spec(GpuSortState *state, RowStoreSpec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->plan = &state->plan;
+	for (int k = 0; k < state->plan.nkeys; k++)
+		spec->key_types[k] = state->key_types[k];
+	spec->work_mem_bytes = state->work_mem_bytes;
+	spec->bound = state->bound;
+	spec->random_access = state->random_access;
+	spec->approximate = state->approximate;
+	spec->intervals = state->intervals;
+	spec->expected_rows = state->css.ss.ps.plan->plan_rows;
+}
+
+/*
+ * Fills the row store and sorts it: every row of the child; or, merging a
+ * parallel sort, the shares the processes below the Gather sorted; or, as
+ * one of those shares, this process's rows into its file.
+ */
 static void
 gather_and_sort(GpuSortState *state)
 {
@@ -166,30 +193,31 @@ gather_and_sort(GpuSortState *state)
 
 	INSTR_TIME_SET_CURRENT(start);
 	state->bound = gpusort_evaluate_bound(state);
-	memset(&spec, 0, sizeof(spec));
-	spec.plan = &state->plan;
-	for (int k = 0; k < state->plan.nkeys; k++)
-		spec.key_types[k] = state->key_types[k];
-	spec.work_mem_bytes = state->work_mem_bytes;
-	spec.bound = state->bound;
-	spec.random_access = state->random_access;
-	spec.approximate = state->approximate;
-	spec.intervals = state->intervals;
-	spec.expected_rows = state->css.ss.ps.plan->plan_rows;
-	state->rows = row_store_begin(&spec);
-	for (;;)
+	make_spec(state, &spec);
+	if (state->plan.role == GPUSORT_MERGE_SHARES)
+		state->rows = gpusort_merge_shares(state, child, &spec);
+	else
 	{
-		TupleTableSlot *slot = ExecProcNode(child);
+		if (state->plan.role == GPUSORT_SORT_SHARE)
+			gpusort_share_spec(state, &spec);
+		state->rows = row_store_begin(&spec);
+		for (;;)
+		{
+			TupleTableSlot *slot = ExecProcNode(child);
 
-		if (TupIsNull(slot))
-			break;
-		CHECK_FOR_INTERRUPTS();
-		row_store_put(state->rows, slot);
+			if (TupIsNull(slot))
+				break;
+			CHECK_FOR_INTERRUPTS();
+			row_store_put(state->rows, slot);
+		}
 	}
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	state->gather_ms = INSTR_TIME_GET_MILLISEC(duration);
-	row_store_sort(state->rows);
+	if (state->plan.role == GPUSORT_SORT_SHARE)
+		gpusort_sort_share(state);
+	else
+		row_store_sort(state->rows);
 }
 
 static TupleTableSlot *
@@ -207,6 +235,8 @@ exec_gpusort(CustomScanState *node)
 		gather_and_sort(state);
 		state->sort_done = true;
 	}
+	if (state->plan.role == GPUSORT_SORT_SHARE)
+		return NULL;			/* the rows went to the share's file */
 	if (state->timed)
 		INSTR_TIME_SET_CURRENT(start);
 	found = row_store_get(state->rows, forward, slot);
@@ -237,6 +267,9 @@ drop_rows(GpuSortState *state)
 	if (state->rows != NULL)
 		row_store_end(state->rows);
 	state->rows = NULL;
+	for (int r = 0; r < state->local_nruns; r++)
+		BufFileClose(state->local_runs[r].file);
+	state->local_nruns = 0;
 	state->sort_done = false;
 }
 
@@ -262,8 +295,13 @@ rescan_gpusort(CustomScanState *node)
 	if (!state->sort_done)
 		return;					/* the child is read from the start anyway */
 
-	/* new parameters below, or in the LIMIT that bounded what was kept */
-	if (child->chgParam != NULL || (state->plan.bounded && node->ss.ps.chgParam != NULL))
+	/*
+	 * New parameters below, or in the LIMIT that bounded what was kept; or
+	 * a parallel sort's part, whose shared files the Gather's rescan
+	 * deletes.
+	 */
+	if (child->chgParam != NULL || (state->plan.bounded && node->ss.ps.chgParam != NULL) ||
+		state->plan.role != GPUSORT_SORT_ALL)
 	{
 		/* new input: sort again from scratch */
 		drop_rows(state);

@@ -7,8 +7,7 @@
  * stands when the node starts, which is what it will run). Under
  * ANALYZE: rows sorted, the interval width, whether the input outgrew
  * work_mem and was sorted in runs on disk and merged (runs, disk used); and,
- * unless
- * gpusort.explain_details is off, the machine-dependent parts: where it ran
+ * unless gpusort.explain_details is off, the machine-dependent parts: where it ran
  * (GPU name or CPU, and why), memory, and the time split into gather,
  * transfers, sort and emit.
  */
@@ -83,7 +82,15 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	bool		details = gpusort_explain_details;
 	const RowStoreStats *stats = row_store_stats(state->rows);
 
-	if (stats->external)
+	if (state->plan.role == GPUSORT_MERGE_SHARES)
+	{
+		ExplainPropertyText("Sort Method", "merge of the parallel processes' sorted runs", es);
+		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
+		if (stats->merge_passes > 0)
+			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
+		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
+	}
+	else if (stats->external)
 	{
 		ExplainPropertyText("Sort Method", "external merge (input exceeded work_mem)", es);
 		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
@@ -103,6 +110,19 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	if (!details)
 		return;
 
+	if (state->plan.role == GPUSORT_MERGE_SHARES)
+	{
+		/* it sorts nothing itself: the processes' time, then the merge's */
+		ExplainPropertyInteger("Memory", "kB", (int64) ((stats->peak_memory + 1023) / 1024), es);
+		if (es->timing)
+		{
+			ExplainPropertyFloat("Shares Time", "ms", state->gather_ms, 3, es);
+			if (stats->merge_passes > 0)
+				ExplainPropertyFloat("Merge Time", "ms", stats->merge_ms, 3, es);
+			ExplainPropertyFloat("Emit Time", "ms", state->emit_ms, 3, es);
+		}
+		return;
+	}
 	ExplainPropertyText("Device", device_description(state), es);
 	ExplainPropertyText("Algorithm Used", gs_algorithm_name(stats->report.algorithm), es);
 	ExplainPropertyInteger("Key Words", NULL, stats->layout_words, es);
@@ -189,6 +209,10 @@ gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	else
 		ExplainPropertyText("Algorithm", gs_algorithm_name(state->plan.algorithm), es);
+	if (state->plan.role == GPUSORT_SORT_SHARE)
+		ExplainPropertyText("Parallel Sort", "each process's share, to sorted runs in temporary files", es);
+	else if (state->plan.role == GPUSORT_MERGE_SHARES)
+		ExplainPropertyText("Parallel Sort", "merges the shares sorted below", es);
 	if (state->plan.bounded)
 		explain_bound(state, context, es);
 	if (es->analyze && state->sort_done)

@@ -60,8 +60,22 @@ extern Node *gpusort_create_scan_state(CustomScan *cscan);
  * function), and whether the sort is approximate follows the opt-in as it
  * stands when the node starts.
  */
+/*
+ * What a GpuSort node does. A parallel sort is two GpuSort nodes with a
+ * Gather between them (parallel_sort.c): one below it in every parallel
+ * process sorts that process's share of the rows into a shared temporary
+ * file and returns no rows; the one above it merges those files.
+ */
+typedef enum GpuSortRole
+{
+	GPUSORT_SORT_ALL = 0,		/* sort the child's rows, return them */
+	GPUSORT_SORT_SHARE,			/* parallel: sort this process's share to a file */
+	GPUSORT_MERGE_SHARES		/* above the Gather: merge the shares' files */
+} GpuSortRole;
+
 typedef struct GpuSortPlanInfo
 {
+	GpuSortRole role;
 	int			nkeys;
 	AttrNumber	key_attno[GS_MAX_KEY_COLUMNS];	/* in the child's output */
 	Oid			key_type[GS_MAX_KEY_COLUMNS];

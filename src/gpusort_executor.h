@@ -8,8 +8,11 @@
 
 #include "gpusort.h"
 
+#include "access/parallel.h"
 #include "nodes/execnodes.h"
 #include "row_store.h"
+
+typedef struct ParallelShares ParallelShares;
 
 typedef struct GpuSortState
 {
@@ -30,6 +33,12 @@ typedef struct GpuSortState
 	RowStore   *rows;
 	bool		sort_done;
 
+	/* GPUSORT_SORT_SHARE: the shared files (NULL without dynamic shared
+	 * memory), or the leader's private runs until the merge takes them */
+	ParallelShares *shares;
+	RowStoreRun *local_runs;
+	int			local_nruns;
+
 	/* for EXPLAIN ANALYZE (the store has the rest) */
 	double		gather_ms;
 	double		emit_ms;
@@ -37,5 +46,17 @@ typedef struct GpuSortState
 
 /* executor.c: LIMIT + OFFSET evaluated now, 0 for no bound */
 extern int64 gpusort_evaluate_bound(GpuSortState *state);
+
+/* parallel_sort.c: a sort spread over parallel query's processes */
+extern Size gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+extern void gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+								   void *coordinate);
+extern void gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+									 void *coordinate);
+extern void gpusort_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
+extern void gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec);
+extern void gpusort_sort_share(GpuSortState *state);
+extern RowStore *gpusort_merge_shares(GpuSortState *state, PlanState *gather,
+									  const RowStoreSpec *spec);
 
 #endif							/* GPUSORT_EXECUTOR_H */

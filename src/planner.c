@@ -81,6 +81,7 @@ gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
 {
 	List	   *list = NIL;
 
+	list = lappend(list, makeInteger((int) info->role));
 	list = lappend(list, makeInteger(info->nkeys));
 	for (int k = 0; k < info->nkeys; k++)
 	{
@@ -104,6 +105,7 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 
 #define NEXT_INT() intVal(list_nth(list, i++))
 	memset(info, 0, sizeof(*info));
+	info->role = (GpuSortRole) NEXT_INT();
 	info->nkeys = NEXT_INT();
 	for (int k = 0; k < info->nkeys; k++)
 	{
@@ -273,6 +275,16 @@ spills(PlannerInfo *root, Path *input, int nkeys, bool bounded)
 		(double) work_mem * 1024.0;
 }
 
+/* Pages that `rows` of the input take in a file of sorted rows. */
+static double
+disk_pages(Path *input, int nkeys, double rows)
+{
+	double		record_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader) +
+		nkeys * (sizeof(uint64) + 1) + 2 * sizeof(uint32);
+
+	return ceil(rows * record_bytes / BLCKSZ);
+}
+
 static void
 cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool bounded,
 			 bool on_gpu)
@@ -280,7 +292,6 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 	double		rows = input->rows;
 	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
 	double		kept = kept_rows(root, input, bounded);
-	double		tuple_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader);
 	double		memory_bytes = (double) work_mem * 1024.0;
 	double		startup = input->total_cost + rows * per_row +
 		(on_gpu ? GPU_STARTUP_COST : 0.0);
@@ -290,8 +301,7 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 	{
 		double		run_rows = Max(memory_bytes / row_bytes(input, nkeys), 1024.0);
 		double		runs = ceil(kept / run_rows);
-		double		record_bytes = tuple_bytes + nkeys * (sizeof(uint64) + 1) + 2 * sizeof(uint32);
-		double		pages = ceil(kept * record_bytes / BLCKSZ);
+		double		pages = disk_pages(input, nkeys, kept);
 		double		merge_order = Max(6.0, memory_bytes / (BLCKSZ + 1024.0));
 		double		passes = runs <= merge_order ? 1.0 : ceil(log(runs) / log(merge_order));
 
@@ -561,6 +571,76 @@ make_partitionwise_path(PlannerInfo *root, RelOptInfo *input_rel, Path *input,
 }
 
 /*
+ * A parallel sort (parallel_sort.c): a GpuSort merging the shares, over a
+ * Gather of GpuSorts that each sort one process's share of the partial
+ * input into a temporary file. The Gather passes no rows (hence its one
+ * row): the leader merges the files on their encoded keys, one
+ * comparison per row and level of its heap, reading every page once.
+ * Exact and unbounded, as the partial GpuSorts under a Gather Merge.
+ */
+static Path *
+make_parallel_sort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *partial_input)
+{
+	CustomPath *share;
+	CustomPath *merge;
+	Path	   *gather;
+	GpuSortPlanInfo info;
+	bool		unused;
+	double		one_row = 1.0;
+	double		rows;
+	double		shares;
+	int			nkeys;
+
+	share = make_gpusort_path(root, output_rel, partial_input, true, NULL, &unused);
+	if (share == NULL)
+		return NULL;
+	nkeys = list_length(lsecond(share->custom_private));
+	gpusort_plan_info_from_list(linitial(share->custom_private), &info);
+	info.role = GPUSORT_SORT_SHARE;
+	share->custom_private = list_make3(gpusort_plan_info_to_list(&info),
+									   lsecond(share->custom_private), NIL);
+	share->path.parallel_aware = true;
+	/*
+	 * As many processes as the settings allow: PostgreSQL sizes a scan's
+	 * workers by the table's size, for a scan's work per row; a share's
+	 * (copying, encoding, sorting, writing each row) is several times
+	 * that, and a parallel scan hands out blocks to as many as come.
+	 */
+	share->path.parallel_workers = Max(partial_input->parallel_workers,
+									   max_parallel_workers_per_gather);
+	share->path.pathkeys = NIL;
+	share->path.startup_cost += disk_pages(partial_input, nkeys, partial_input->rows) *
+		seq_page_cost;
+	share->path.total_cost = share->path.startup_cost;
+	share->path.rows = 1.0;
+	gather = (Path *) create_gather_path(root, output_rel, &share->path, share->path.pathtarget,
+										 NULL, &one_row);
+
+	info.role = GPUSORT_MERGE_SHARES;
+	rows = partial_input->rows * partial_input->parallel_workers;
+	shares = share->path.parallel_workers + (parallel_leader_participation ? 1 : 0);
+	merge = makeNode(CustomPath);
+	merge->path.pathtype = T_CustomScan;
+	merge->path.parent = output_rel;
+	merge->path.pathtarget = share->path.pathtarget;
+	merge->path.parallel_aware = false;
+	merge->path.parallel_safe = false;
+	merge->path.parallel_workers = 0;
+	merge->path.pathkeys = root->sort_pathkeys;
+	merge->path.rows = rows;
+	merge->path.startup_cost = gather->total_cost +
+		rows * log2(shares + 1.0) * cpu_operator_cost +
+		disk_pages(partial_input, nkeys, rows) * seq_page_cost;
+	merge->path.total_cost = merge->path.startup_cost + rows * cpu_operator_cost;
+	merge->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN | CUSTOMPATH_SUPPORT_MARK_RESTORE;
+	merge->custom_paths = list_make1(gather);
+	merge->custom_private = list_make3(gpusort_plan_info_to_list(&info),
+									   lsecond(share->custom_private), NIL);
+	merge->methods = &gpusort_path_methods;
+	return &merge->path;
+}
+
+/*
  * Is the input a Citus coordinator's scan of its workers' results? Citus's
  * custom scan claims 100000 rows whatever the truth, so its row count is
  * no ground for costs.
@@ -579,6 +659,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 {
 	CustomPath *full;
 	CustomPath *partial = NULL;
+	Path	   *parallel_sort = NULL;
 	Path	   *partitionwise = NULL;
 	Path	   *input = input_to_sort(root, input_rel, output_rel);
 	bool		parallel_possible = output_rel->consider_parallel &&
@@ -617,8 +698,12 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		Path	   *cheapest_partial = (Path *) linitial(input_rel->partial_pathlist);
 
 		if (!pathkeys_contained_in(root->sort_pathkeys, cheapest_partial->pathkeys))
+		{
 			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, NULL,
 										&unused);
+			if (partial != NULL)
+				parallel_sort = make_parallel_sort_path(root, output_rel, cheapest_partial);
+		}
 	}
 	if (full != NULL && !approximate && serial_loses_to_parallel(root, full, parallel_possible))
 		full = NULL;
@@ -637,6 +722,8 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		add_path(output_rel, project_to_final_target(root, output_rel, &full->path));
 	if (partitionwise != NULL)
 		add_path(output_rel, project_to_final_target(root, output_rel, partitionwise));
+	if (parallel_sort != NULL)
+		add_path(output_rel, project_to_final_target(root, output_rel, parallel_sort));
 	if (partial != NULL)
 	{
 		Path	   *input = (Path *) linitial(partial->custom_paths);

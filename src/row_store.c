@@ -57,6 +57,7 @@
 typedef struct SortedRun
 {
 	BufFile    *file;
+	int			file_number;	/* in spec.share_files; -1: a private file */
 	int64		rows;
 	int64		bytes;
 } SortedRun;
@@ -69,6 +70,7 @@ typedef struct MergeInput
 	uint64_t	keys[GS_MAX_KEY_COLUMNS];	/* the current row's */
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 	MinimalTuple tuple;
+	bool		done;			/* no rows left */
 	char	   *buffer;			/* a run's current tuple */
 	Size		buffer_size;
 } MergeInput;
@@ -112,6 +114,7 @@ struct RowStore
 	SortedRun **runs;
 	int			nruns;
 	int			runs_allocated;
+	int			files_created;	/* in spec.share_files */
 	int64		disk_bytes;
 
 	/* reading */
@@ -122,8 +125,8 @@ struct RowStore
 	/* READ_MERGE */
 	MergeInput *inputs;
 	int			ninputs;
-	int		   *heap;			/* inputs by their current row, best first */
-	int			heap_size;
+	int			inputs_allocated;
+	int		   *tree;			/* the tournament: see build_tree() */
 	int			last_input;		/* the input of the row last returned */
 	/* READ_FILE */
 	SortedRun  *final;
@@ -471,16 +474,35 @@ seek_file(BufFile *file, int64 offset)
 				 errmsg("gpusort: could not seek in a temporary file of sorted rows")));
 }
 
-/* A new, empty run; the caller puts it in the list of runs. */
+void
+row_store_share_file_name(char *name, size_t size, int share, int file_number)
+{
+	snprintf(name, size, "gpusort-share-%d-%d", share, file_number);
+}
+
+/* A new, empty run; the caller puts it in the list of runs. A parallel
+ * share's runs are files of the shared set, for the leader to read. */
 static SortedRun *
 new_run(RowStore *store)
 {
 	MemoryContext old_context = MemoryContextSwitchTo(store->context);
 	SortedRun  *run = palloc0(sizeof(SortedRun));
 
-	if (store->runs_allocated == 0)
-		PrepareTempTablespaces();
-	run->file = BufFileCreateTemp(false);
+	if (store->spec.share_files != NULL)
+	{
+		char		name[MAXPGPATH];
+
+		run->file_number = store->files_created++;
+		row_store_share_file_name(name, sizeof(name), store->spec.share, run->file_number);
+		run->file = BufFileCreateFileSet(store->spec.share_files, name);
+	}
+	else
+	{
+		if (store->runs_allocated == 0)
+			PrepareTempTablespaces();
+		run->file_number = -1;
+		run->file = BufFileCreateTemp(false);
+	}
 	MemoryContextSwitchTo(old_context);
 	return run;
 }
@@ -503,40 +525,55 @@ static void
 drop_run(RowStore *store, SortedRun *run)
 {
 	BufFileClose(run->file);
+	if (run->file_number >= 0)
+	{
+		/* a shared file stays until deleted */
+		char		name[MAXPGPATH];
+
+		row_store_share_file_name(name, sizeof(name), store->spec.share, run->file_number);
+		BufFileDeleteFileSet(store->spec.share_files, name, false);
+	}
 	store->disk_bytes -= run->bytes;
 	pfree(run);
 }
 
-/* Sorts the rows in memory (exactly) and writes them as a new run; memory
- * starts over, with room for as many rows again when more are coming. */
+/*
+ * Writes the sorted rows in memory (store->order, the first `nout`) to
+ * `run` in order. With a bound, the bound-th row is a threshold too.
+ */
 static void
-spill_rows(RowStore *store, bool more_rows)
+write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
-	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
-	SortedRun  *run;
 	uint64_t	keys[GS_MAX_KEY_COLUMNS];
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 	instr_time	start,
 				duration;
 
-	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
 	INSTR_TIME_SET_CURRENT(start);
-	run = new_run(store);
-	add_run(store, run);
 	for (size_t i = 0; i < nout; i++)
 	{
 		uint32_t	row = store->order[i];
 
-		/* the rows lie scattered in memory: fetch a few ahead */
-		if (i + PREFETCH_DISTANCE < nout)
+		/*
+		 * The rows lie scattered in memory: fetch ahead, in two steps, as
+		 * the tuple's address is itself scattered: its pointer and keys
+		 * twice the distance ahead, the tuple once (its pointer is in the
+		 * cache by then).
+		 */
+		if (i + 2 * PREFETCH_DISTANCE < nout)
 		{
-			uint32_t	ahead = store->order[i + PREFETCH_DISTANCE];
+			uint32_t	far = store->order[i + 2 * PREFETCH_DISTANCE];
 
-			__builtin_prefetch(store->tuples[ahead]);
+			__builtin_prefetch(&store->tuples[far]);
 			for (int k = 0; k < store->nkeys; k++)
-				__builtin_prefetch(&store->column_keys[k][ahead]);
+			{
+				__builtin_prefetch(&store->column_keys[k][far]);
+				__builtin_prefetch(&store->column_nulls[k][far]);
+			}
 		}
+		if (i + PREFETCH_DISTANCE < nout)
+			__builtin_prefetch(store->tuples[store->order[i + PREFETCH_DISTANCE]]);
 
 		for (int k = 0; k < store->nkeys; k++)
 		{
@@ -545,7 +582,6 @@ spill_rows(RowStore *store, bool more_rows)
 		}
 		write_record(store, run, keys, nulls, store->tuples[row]);
 	}
-	/* with a bound, the bound-th row of this run is a threshold too */
 	if (limit > 0 && nout == limit &&
 		(!store->have_threshold ||
 		 compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0))
@@ -557,6 +593,21 @@ spill_rows(RowStore *store, bool more_rows)
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
+}
+
+/* Sorts the rows in memory (exactly) and writes them as a new run; memory
+ * starts over, with room for as many rows again when more are coming. */
+static void
+spill_rows(RowStore *store, bool more_rows)
+{
+	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
+	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
+	SortedRun  *run;
+
+	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
+	run = new_run(store);
+	add_run(store, run);
+	write_sorted_rows(store, run, nout);
 	store->stats.runs++;
 	store->stats.external = true;
 
@@ -597,41 +648,75 @@ advance_input(RowStore *store, MergeInput *input)
 	}
 }
 
+/*
+ * Does input a's current row come before input b's? An input that is done
+ * comes after every other. Equal keys: the earlier input first (inputs are
+ * in input order, the rows in memory last), so the sort stays stable.
+ */
 static inline bool
 input_before(RowStore *store, int a, int b)
 {
 	MergeInput *x = &store->inputs[a];
 	MergeInput *y = &store->inputs[b];
-	int			order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
+	int			order;
 
-	/* equal keys: the earlier input first (inputs are in input order, the
-	 * rows in memory last), so the sort stays stable */
+	if (x->done || y->done)
+		return !x->done;
+	if (store->nkeys == 1 && !x->nulls[0] && !y->nulls[0])
+	{
+		/* the usual case, one key and no NULLs, without the loop */
+		if (x->keys[0] == y->keys[0])
+			return a < b;
+		return (x->keys[0] < y->keys[0]) != store->plan->descending[0];
+	}
+	order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
 	return order < 0 || (order == 0 && a < b);
 }
 
-static void
-sift_down(RowStore *store, int at)
+/*
+ * The merge is a tournament (loser) tree over the inputs: leaf i + n stands
+ * for input i, each inner node 1 .. n - 1 holds the input that lost the
+ * match there, and tree[0] the overall winner. When the winner moves on,
+ * its new row replays the matches on its leaf's path only: one comparison
+ * per level, half of what a binary heap needs.
+ */
+static int
+build_tree(RowStore *store, int node)
 {
-	int		   *heap = store->heap;
+	int			n = store->ninputs;
+	int			left,
+				right;
 
-	for (;;)
+	if (node >= n)
+		return node - n;
+	left = build_tree(store, 2 * node);
+	right = build_tree(store, 2 * node + 1);
+	if (input_before(store, left, right))
 	{
-		int			child = 2 * at + 1;
-
-		if (child >= store->heap_size)
-			break;
-		if (child + 1 < store->heap_size && input_before(store, heap[child + 1], heap[child]))
-			child++;
-		if (!input_before(store, heap[child], heap[at]))
-			break;
-		{
-			int			swap = heap[at];
-
-			heap[at] = heap[child];
-			heap[child] = swap;
-		}
-		at = child;
+		store->tree[node] = right;
+		return left;
 	}
+	store->tree[node] = left;
+	return right;
+}
+
+/* The winner's input has a new row (or is done): replay its matches. */
+static void
+replay_tree(RowStore *store)
+{
+	int			winner = store->tree[0];
+
+	for (int node = (winner + store->ninputs) / 2; node >= 1; node /= 2)
+	{
+		if (input_before(store, store->tree[node], winner))
+		{
+			int			loser = winner;
+
+			winner = store->tree[node];
+			store->tree[node] = loser;
+		}
+	}
+	store->tree[0] = winner;
 }
 
 /* Starts merging runs[first .. first + count - 1], and the rows in memory
@@ -641,16 +726,16 @@ start_merge(RowStore *store, int first, int count, bool with_memory)
 {
 	int			ninputs = count + (with_memory ? 1 : 0);
 
-	if (store->inputs == NULL || store->ninputs < ninputs)
+	if (store->inputs == NULL || store->inputs_allocated < ninputs)
 	{
 		MemoryContext old_context = MemoryContextSwitchTo(store->context);
 
 		store->inputs = palloc0(ninputs * sizeof(MergeInput));
-		store->heap = palloc(ninputs * sizeof(int));
+		store->tree = palloc(Max(ninputs, 1) * sizeof(int));
+		store->inputs_allocated = ninputs;
 		MemoryContextSwitchTo(old_context);
 	}
 	store->ninputs = ninputs;
-	store->heap_size = 0;
 	store->last_input = -1;
 	for (int i = 0; i < ninputs; i++)
 	{
@@ -660,43 +745,43 @@ start_merge(RowStore *store, int first, int count, bool with_memory)
 		input->next = 0;
 		if (input->run != NULL)
 			seek_file(input->run->file, 0);
-		if (advance_input(store, input))
-			store->heap[store->heap_size++] = i;
+		input->done = !advance_input(store, input);
 	}
-	for (int at = store->heap_size / 2 - 1; at >= 0; at--)
-		sift_down(store, at);
+	store->tree[0] = ninputs > 0 ? build_tree(store, 1) : -1;
 }
 
 /* The merge's next row, or NULL; valid until the next call. */
 static MergeInput *
 next_merged(RowStore *store)
 {
+	int			winner;
+
+	if (store->ninputs == 0)
+		return NULL;
 	if (store->last_input >= 0)
 	{
 		/* the input of the row returned last moves on now, not before:
 		 * that row stayed valid in its buffer until this call */
-		if (advance_input(store, &store->inputs[store->last_input]))
-			sift_down(store, 0);
-		else
-		{
-			store->heap[0] = store->heap[--store->heap_size];
-			sift_down(store, 0);
-		}
+		MergeInput *input = &store->inputs[store->last_input];
+
+		input->done = !advance_input(store, input);
+		replay_tree(store);
 		store->last_input = -1;
 	}
-	if (store->heap_size == 0)
+	winner = store->tree[0];
+	if (store->inputs[winner].done)
 		return NULL;
-	store->last_input = store->heap[0];
-	return &store->inputs[store->last_input];
+	store->last_input = winner;
+	return &store->inputs[winner];
 }
 
-/* Merges runs[first .. first + count - 1] (and the rows in memory) into a
- * new run, at most `limit` rows (0: all), and drops them (their places in
- * the list are the caller's to fill). */
+/* Merges runs[first .. first + count - 1] (and the rows in memory) into
+ * `merged` (a new run when NULL), at most `limit` rows (0: all), and drops
+ * them (their places in the list are the caller's to fill). */
 static SortedRun *
-merge_into_run(RowStore *store, int first, int count, bool with_memory, size_t limit)
+merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool with_memory,
+			   size_t limit)
 {
-	SortedRun  *merged;
 	MergeInput *input;
 	size_t		written = 0;
 	instr_time	start,
@@ -704,7 +789,8 @@ merge_into_run(RowStore *store, int first, int count, bool with_memory, size_t l
 
 	INSTR_TIME_SET_CURRENT(start);
 	start_merge(store, first, count, with_memory);
-	merged = new_run(store);
+	if (merged == NULL)
+		merged = new_run(store);
 	while ((limit == 0 || written < limit) && (input = next_merged(store)) != NULL)
 	{
 		if ((written & 0x3fff) == 0)
@@ -794,12 +880,81 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	}
 }
 
-void
-row_store_sort(RowStore *store)
+/*
+ * Merges groups of neighbouring runs, in passes, until the runs (and the
+ * rows in memory, if any) are at most `order`. Runs stay in input order.
+ */
+static void
+merge_runs_down_to(RowStore *store, int order, size_t limit)
+{
+	while (store->nruns + (store->ntuples > 0 ? 1 : 0) > order)
+	{
+		/* one pass: groups of neighbouring runs become one run each, in
+		 * order, until the rest fit one merge */
+		int			excess = store->nruns + (store->ntuples > 0 ? 1 : 0) - order;
+		int			merged = 0;
+		int			first = 0;
+
+		while (first < store->nruns)
+		{
+			int			count = Min(Min(order, store->nruns - first), excess + 1);
+
+			if (count <= 1)
+				store->runs[merged++] = store->runs[first];
+			else
+			{
+				store->runs[merged++] = merge_into_run(store, NULL, first, count, false, limit);
+				excess -= count - 1;
+			}
+			first += Max(count, 1);
+		}
+		store->nruns = merged;
+		store->stats.merge_passes++;
+	}
+}
+
+/*
+ * Runs on disk: everything left in memory is sorted (and spilled when the
+ * runs' read buffers would not fit beside it), and runs are merged in
+ * passes until the rest fit one merge. Returns the number of rows the
+ * sort gives back.
+ */
+static size_t
+prepare_final_merge(RowStore *store)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
 	size_t		total;
 	int			merge_order;
+
+	/* runs on disk: an exact order, merged */
+	store->stats.approximate = false;
+	store->stats.external = true;
+	total = store->ntuples;
+	for (int r = 0; r < store->nruns; r++)
+		total += (size_t) store->runs[r]->rows;
+	store->stats.rows_sorted = total;
+
+	/* the last rows stay in memory only if the runs' buffers fit beside */
+	if (store->ntuples > 0 &&
+		store->memory_used + store->nruns * RUN_READ_BYTES > store->spec.work_mem_bytes)
+		spill_rows(store, false);
+	else if (store->ntuples > 0)
+		sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
+
+	/* as many runs at once as their read buffers fit in work_mem */
+	merge_order = Max(MIN_MERGE_ORDER,
+					  (int) Min((Size) INT_MAX / 2,
+								(store->spec.work_mem_bytes - Min(store->memory_used,
+																  store->spec.work_mem_bytes / 2))
+								/ RUN_READ_BYTES));
+	merge_runs_down_to(store, merge_order, limit);
+	return limit > 0 ? Min(total, limit) : total;
+}
+
+void
+row_store_sort(RowStore *store)
+{
+	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
 
 	if (store->nruns == 0)
 	{
@@ -816,7 +971,11 @@ row_store_sort(RowStore *store)
 		store->sorted = MemoryContextAllocHuge(store->rows_context,
 											   Max(store->noutputs, 1) * sizeof(MinimalTuple));
 		for (size_t i = 0; i < store->noutputs; i++)
+		{
+			if (i + PREFETCH_DISTANCE < store->noutputs)
+				__builtin_prefetch(&store->tuples[store->order[i + PREFETCH_DISTANCE]]);
 			store->sorted[i] = store->tuples[store->order[i]];
+		}
 		pfree(store->order);
 		store->order = NULL;
 		count_memory(store);
@@ -825,56 +984,11 @@ row_store_sort(RowStore *store)
 		return;
 	}
 
-	/* runs on disk: an exact order, merged */
-	store->stats.approximate = false;
-	total = store->ntuples;
-	for (int r = 0; r < store->nruns; r++)
-		total += (size_t) store->runs[r]->rows;
-	store->stats.rows_sorted = total;
-	store->noutputs = limit > 0 ? Min(total, limit) : total;
-
-	/* the last rows stay in memory only if the runs' buffers fit beside */
-	if (store->ntuples > 0 &&
-		store->memory_used + store->nruns * RUN_READ_BYTES > store->spec.work_mem_bytes)
-		spill_rows(store, false);
-	else if (store->ntuples > 0)
-		sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
-
-	/* as many runs at once as their read buffers fit in work_mem */
-	merge_order = Max(MIN_MERGE_ORDER,
-					  (int) Min((Size) INT_MAX / 2,
-								(store->spec.work_mem_bytes - Min(store->memory_used,
-																  store->spec.work_mem_bytes / 2))
-								/ RUN_READ_BYTES));
-	while (store->nruns + (store->ntuples > 0 ? 1 : 0) > merge_order)
-	{
-		/* one pass: groups of neighbouring runs become one run each, in
-		 * order, until the rest fit one merge */
-		int			excess = store->nruns + (store->ntuples > 0 ? 1 : 0) - merge_order;
-		int			merged = 0;
-		int			first = 0;
-
-		while (first < store->nruns)
-		{
-			int			count = Min(Min(merge_order, store->nruns - first), excess + 1);
-
-			if (count <= 1)
-				store->runs[merged++] = store->runs[first];
-			else
-			{
-				store->runs[merged++] = merge_into_run(store, first, count, false, limit);
-				excess -= count - 1;
-			}
-			first += Max(count, 1);
-		}
-		store->nruns = merged;
-		store->stats.merge_passes++;
-	}
-
+	store->noutputs = prepare_final_merge(store);
 	if (store->spec.random_access)
 	{
 		/* one file, read either way */
-		store->final = merge_into_run(store, 0, store->nruns, store->ntuples > 0, limit);
+		store->final = merge_into_run(store, NULL, 0, store->nruns, store->ntuples > 0, limit);
 		store->runs[0] = store->final;
 		store->nruns = 1;
 		MemoryContextDelete(store->rows_context);
@@ -888,6 +1002,90 @@ row_store_sort(RowStore *store)
 		store->mode = READ_MERGE;
 	}
 	store->stats.rows_out = store->noutputs;
+}
+
+int
+row_store_merge_order(Size work_mem_bytes)
+{
+	return Max(MIN_MERGE_ORDER, (int) Min((Size) INT_MAX / 2, work_mem_bytes / RUN_READ_BYTES));
+}
+
+int
+row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
+{
+	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
+	bool		external = store->stats.external;
+	int			runs_written = store->stats.runs;
+	size_t		total = store->ntuples;
+	RowStoreRun *runs;
+
+	for (int r = 0; r < store->nruns; r++)
+		total += (size_t) store->runs[r]->rows;
+	/* the rows in memory become a run (sorted exactly, also under the
+	 * approximate opt-in: this is one input of a merge) */
+	if (store->ntuples > 0)
+	{
+		spill_rows(store, false);
+		store->stats.external = external;
+		store->stats.runs = runs_written;
+	}
+	merge_runs_down_to(store, Max(max_runs, MIN_MERGE_ORDER), limit);
+	store->stats.approximate = false;
+	store->stats.rows_sorted = total;
+	store->stats.rows_out = limit > 0 ? Min(total, limit) : total;
+
+	runs = palloc(Max(store->nruns, 1) * sizeof(RowStoreRun));
+	for (int r = 0; r < store->nruns; r++)
+	{
+		SortedRun  *run = store->runs[r];
+
+		runs[r].file_number = run->file_number;
+		runs[r].rows = run->rows;
+		runs[r].bytes = run->bytes;
+		runs[r].file = run->file;
+		if (run->file_number >= 0)
+		{
+			/* a shared file, opened again by name by the leader */
+			BufFileClose(run->file);
+			runs[r].file = NULL;
+		}
+	}
+	*runs_out = runs;
+	{
+		int			nruns = store->nruns;
+
+		store->nruns = 0;		/* the files are the caller's now */
+		return nruns;
+	}
+}
+
+RowStore *
+row_store_begin_merge(const RowStoreSpec *spec, int nfiles, BufFile **files,
+					  const int64 *rows, const int64 *bytes)
+{
+	RowStore   *store;
+	RowStoreSpec merge_spec = *spec;
+
+	merge_spec.expected_rows = 0;
+	store = row_store_begin(&merge_spec);
+	for (int i = 0; i < nfiles; i++)
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(store->context);
+		SortedRun  *run = palloc0(sizeof(SortedRun));
+
+		MemoryContextSwitchTo(old_context);
+		run->file = files[i];
+		run->file_number = -1;	/* closed, never deleted, here */
+		run->rows = rows[i];
+		run->bytes = bytes[i];
+		add_run(store, run);
+		store->disk_bytes += bytes[i];
+		store->stats.rows_read += rows[i];
+	}
+	store->stats.disk_bytes = store->disk_bytes;
+	store->stats.runs = nfiles;
+	store->stats.external = true;
+	return store;
 }
 
 /* READ_FILE: the record at `offset`, whose tuple is `length` long. */

@@ -13,6 +13,7 @@
 #include "gpusort.h"
 
 #include "executor/tuptable.h"
+#include "storage/buffile.h"
 
 typedef struct RowStore RowStore;
 
@@ -28,6 +29,8 @@ typedef struct RowStoreSpec
 	bool		approximate;	/* approximate order (in memory only) */
 	int			intervals;		/* ... with this many intervals */
 	double		expected_rows;	/* the planner's estimate, to size arrays */
+	FileSet    *share_files;	/* a parallel share's runs go here ... */
+	int			share;			/* ... named with this share's number */
 } RowStoreSpec;
 
 /* How the sort went, for EXPLAIN ANALYZE. */
@@ -57,6 +60,31 @@ typedef struct RowStoreStats
 extern RowStore *row_store_begin(const RowStoreSpec *spec);
 extern void row_store_put(RowStore *store, TupleTableSlot *slot);
 extern void row_store_sort(RowStore *store);
+
+/*
+ * Parallel sorts (parallel_sort.c): each process sorts its share of the
+ * rows into sorted runs, in exact order whatever the opt-in, as files of
+ * the shared file set spec.share_files (named by
+ * row_store_share_file_name()) or, without one, private temporary files;
+ * the leader merges the runs of every share as one store merges its own.
+ * row_store_finish_share() replaces row_store_sort(): it merges the runs
+ * down to at most max_runs and hands them over (shared files closed,
+ * private ones open). row_store_begin_merge() takes files over (closing
+ * them at the end); the store is then sorted and read as any other.
+ */
+typedef struct RowStoreRun
+{
+	BufFile    *file;			/* a private file, or NULL: a shared one */
+	int			file_number;	/* the shared file's number, or -1 */
+	int64		rows;
+	int64		bytes;
+} RowStoreRun;
+
+extern void row_store_share_file_name(char *name, size_t size, int share, int file_number);
+extern int	row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs);
+extern int	row_store_merge_order(Size work_mem_bytes);
+extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nfiles, BufFile **files,
+									   const int64 *rows, const int64 *bytes);
 /* The next row in `forward` direction into `slot` (a minimal tuple slot),
  * valid until the next call; false, with the slot cleared, past either end. */
 extern bool row_store_get(RowStore *store, bool forward, TupleTableSlot *slot);

@@ -1,0 +1,117 @@
+-- The parallel GpuSort: a GpuSort in every parallel process sorts its share
+-- of the rows into sorted runs in temporary files, the GpuSort above the
+-- Gather merges them. Each query is compared with PostgreSQL's own sort (gpusort.enabled
+-- = off), planned anew each time, and must have used the parallel GpuSort.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_parallel;  -- this file's tables and functions
+SET search_path = order_by_parallel, public;
+LOAD 'gpusort';
+SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
+SET gpusort.gpu_min_elements = 0;
+SET gpusort.explain_details = off;
+-- parallel plans on small tables; parallel_tuple_cost stays at its default
+SET parallel_setup_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+
+-- 30000 rows: duplicate keys, NULLs, an int8 key, a text payload
+CREATE TABLE par AS
+  SELECT i AS id, (i * 7919) % 10007 AS k,
+         CASE WHEN i % 13 = 0 THEN NULL ELSE (i::int8 * 1000003) % 977 - 400 END AS b,
+         md5(i::text) AS pad
+  FROM generate_series(1, 30000) i;
+ANALYZE par;
+
+-- the query's rows as text, in order, with GpuSort and with PostgreSQL's
+-- sort; 'same N rows', what differs, or that no parallel GpuSort ran
+CREATE FUNCTION merged_both_ways(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  wrapped text := format('SELECT array(SELECT q::text FROM (%s) q)', query);
+  plan text;
+  merged boolean := false;
+  gpu text[];
+  pg text[];
+BEGIN
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || wrapped LOOP
+    merged := merged OR plan LIKE '%merges the shares sorted below%';
+  END LOOP;
+  EXECUTE wrapped INTO gpu;
+  SET LOCAL gpusort.enabled = off;
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || wrapped LOOP
+    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
+  END LOOP;
+  EXECUTE wrapped INTO pg;
+  SET LOCAL gpusort.enabled = on;
+  RETURN CASE WHEN NOT merged THEN 'no parallel GpuSort'
+              WHEN gpu IS DISTINCT FROM pg THEN format('differ: %s rows against %s: %s / %s',
+                   cardinality(gpu), cardinality(pg), gpu[1:8], pg[1:8])
+              ELSE 'same ' || cardinality(pg) || ' rows' END;
+END $$;
+
+EXPLAIN (COSTS OFF) SELECT * FROM par ORDER BY k, id;
+
+SELECT q, merged_both_ways(q) FROM (VALUES
+  ('SELECT * FROM par ORDER BY k, id'),
+  ('SELECT k, id FROM par ORDER BY k DESC, id'),
+  ('SELECT b, id FROM par ORDER BY b, id'),
+  ('SELECT b, id FROM par ORDER BY b DESC NULLS LAST, id DESC'),
+  ('SELECT b, k, id FROM par ORDER BY b NULLS FIRST, k DESC, id'),
+  ('SELECT k, id FROM par WHERE id % 3 = 0 ORDER BY k, id'),
+  ('SELECT k, id FROM par WHERE id % 7 = 100 ORDER BY k, id'),
+  ('SELECT k * 2 AS k2, id FROM par ORDER BY k * 2, id'),
+  ('SELECT k, id FROM par ORDER BY k, id OFFSET 29990')
+) v(q);
+
+-- equal keys come out in a deterministic order: every key once per share
+-- would still give PostgreSQL's multiset; compare whole rows by a unique key
+SELECT merged_both_ways('SELECT id % 10 AS g, id FROM par ORDER BY id % 10, id') AS many_ties;
+
+-- shares bigger than work_mem: each process writes many sorted runs and
+-- merges them down to a few; the leader, whose work_mem cannot read all of
+-- theirs at once either, merges them in passes
+SET work_mem = '64kB';
+SELECT merged_both_ways('SELECT * FROM par ORDER BY b, k, id') AS spilled_shares;
+RESET work_mem;
+
+-- no parallel worker at all: the leader sorts the only share
+SET max_parallel_workers = 0;
+SELECT merged_both_ways('SELECT k, id FROM par ORDER BY k, id') AS leader_alone;
+RESET max_parallel_workers;
+SET parallel_leader_participation = off;
+SELECT merged_both_ways('SELECT k, id FROM par ORDER BY k, id') AS workers_only;
+RESET parallel_leader_participation;
+
+-- rescans: the inner side of a nested loop runs the parallel sort again
+-- (its shared files go with the Gather's rescan) for every outer row
+CREATE TABLE few AS SELECT i AS v FROM generate_series(0, 4) i;
+ANALYZE few;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT f.v, s.id FROM few f, (SELECT id, k FROM par ORDER BY k, id OFFSET 0) s
+WHERE s.k % 5 = f.v;
+SELECT merged_both_ways('SELECT f.v, s.id FROM few f,
+  (SELECT id, k FROM par ORDER BY k, id OFFSET 0) s WHERE s.k % 5 = f.v') AS rescanned;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+
+-- (a client fetching a few rows at a time runs the plan without parallel
+-- workers: test/check_fetch_size.py covers that)
+
+-- EXPLAIN ANALYZE runs both nodes and says how (numbers masked: how many
+-- workers start is up to the server)
+CREATE FUNCTION analyzed(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    IF line ~ '(GpuSort|Gather|Parallel Sort|Sort Method|Sorted Runs|Rows Sorted)' THEN
+      RETURN NEXT regexp_replace(line, '[0-9]+', 'N', 'g');
+    END IF;
+  END LOOP;
+END $$;
+SELECT analyzed('SELECT * FROM par ORDER BY k, id');
