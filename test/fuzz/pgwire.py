@@ -5,8 +5,10 @@ psycopg2 is missing.
 
 What it speaks: protocol 3.0, trust authentication, the simple query
 protocol (several statements in one string are fine; the last result set is
-the one returned, as in psycopg2), every value as text, autocommit. What it
-does not: passwords, SSL, parameters, COPY.
+the one returned, as in psycopg2), every value as text, autocommit; and,
+beyond psycopg2, fetch_in_batches(): one query through the extended
+protocol, a few rows per Execute, as a JDBC client with a fetch size runs
+it. What it does not: passwords, SSL, parameters, COPY.
 """
 import os
 import socket
@@ -114,6 +116,50 @@ class Connection:
                 fields[item[:1]] = item[1:].decode("utf-8", "replace")
         return fields
 
+    @staticmethod
+    def _data_row(payload):
+        count = struct.unpack("!h", payload[:2])[0]
+        values, at = [], 2
+        for _ in range(count):
+            length = struct.unpack("!i", payload[at:at + 4])[0]
+            at += 4
+            if length < 0:
+                values.append(None)
+            else:
+                values.append(payload[at:at + length].decode("utf-8", "replace"))
+                at += length
+        return tuple(values)
+
+    def _send(self, kind, body):
+        self._sock.sendall(kind + struct.pack("!i", len(body) + 4) + body)
+
+    def fetch_in_batches(self, sql, batch_rows):
+        """Runs one query through the extended protocol (unnamed statement
+        and portal), batch_rows rows per Execute: the server runs its plan
+        in several calls, and so without parallel workers. Returns the
+        rows."""
+        self._send(b"P", b"\0" + sql.encode() + b"\0" + struct.pack("!h", 0))
+        self._send(b"B", b"\0\0" + struct.pack("!hhh", 0, 0, 0))
+        self._send(b"E", b"\0" + struct.pack("!i", batch_rows))
+        self._send(b"H", b"")
+        rows = []
+        while True:
+            kind, payload = self._message()
+            if kind == b"D":
+                rows.append(self._data_row(payload))
+            elif kind == b"s":  # portal suspended: the next batch
+                self._send(b"E", b"\0" + struct.pack("!i", batch_rows))
+                self._send(b"H", b"")
+            elif kind in (b"C", b"E"):
+                break
+        self._send(b"S", b"")
+        if kind == b"E":
+            fields = self._error_fields(payload)
+            self._read_until_ready()
+            raise DatabaseError(fields.get(b"M", "error"), fields.get(b"C"))
+        self._read_until_ready()
+        return rows
+
     def _read_until_ready(self):
         """Reads one response to the end; returns (rows, description)."""
         rows, description, error = None, None, None
@@ -134,17 +180,7 @@ class Connection:
                     at = end + 19
                 rows = []
             elif kind == b"D":
-                count = struct.unpack("!h", payload[:2])[0]
-                values, at = [], 2
-                for _ in range(count):
-                    length = struct.unpack("!i", payload[at:at + 4])[0]
-                    at += 4
-                    if length < 0:
-                        values.append(None)
-                    else:
-                        values.append(payload[at:at + length].decode("utf-8", "replace"))
-                        at += length
-                rows.append(tuple(values))
+                rows.append(self._data_row(payload))
             elif kind == b"E":
                 fields = self._error_fields(payload)
                 error = DatabaseError(fields.get(b"M", "error"), fields.get(b"C"))
