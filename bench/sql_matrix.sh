@@ -17,6 +17,7 @@
 #
 #   ROWS=10000000  WORK_MEMS="4MB 64MB 1GB 4GB"  WORKERS="0 2 8"  REPEAT=3
 #   SHAPES="order_by_k order_by_k_limit1000"   (names from the list below)
+#   REUSE_TABLE=1: keep a t (and dim) of ROWS rows left by an earlier run
 set -uo pipefail
 out=${1:?usage: bench/sql_matrix.sh OUTDIR}
 rows=${ROWS:-10000000}
@@ -46,6 +47,11 @@ shapes=${SHAPES:-order_by_k order_by_k_desc order_by_g_k order_by_int8 order_by_
 
 psql_q -c "CREATE EXTENSION IF NOT EXISTS gpusort" >/dev/null
 psql_q -c "SELECT name || ': ' || value FROM gpusort_info()"
+if [ "${REUSE_TABLE:-0}" = 1 ] &&
+   [ "$(psql_q -c "SELECT count(*) FROM t" 2>/dev/null)" = "$rows" ] &&
+   [ "$(psql_q -c "SELECT count(*) FROM dim" 2>/dev/null)" = 1000 ]; then
+  echo "== reusing t ($rows rows)"
+else
 echo "== building t ($rows rows)"
 psql_q <<SQL
 DROP TABLE IF EXISTS t;
@@ -59,6 +65,7 @@ DROP TABLE IF EXISTS dim;
 CREATE TABLE dim AS SELECT i AS g, 'group ' || i AS name FROM generate_series(0, 999) i;
 ANALYZE dim;
 SQL
+fi
 psql_q -c "SELECT count(*) FROM t" >/dev/null   # warm the cache
 
 # the sort node at the top of a plan, in words
