@@ -13,7 +13,8 @@
 # past the end so rows do not travel to the client). Writes
 # OUTDIR/matrix.csv (one row per run), OUTDIR/matrix_plans.txt (each
 # cell's plans) and prints per cell the medians, the ratio, and how much of
-# PostgreSQL's sorting cost (time above the floor) gpusort leaves.
+# PostgreSQL's sorting cost (time above the floor) gpusort leaves. The join
+# shape's floor is the same join without the ORDER BY.
 #
 #   ROWS=10000000  WORK_MEMS="4MB 64MB 1GB 4GB"  WORKERS="0 2 8"  REPEAT=3
 #   SHAPES="order_by_k order_by_k_limit1000"   (names from the list below)
@@ -34,6 +35,7 @@ psql_q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
 declare -A shape_sql=(
   [floor]="SELECT * FROM t OFFSET $rows"
+  [floor_join]="SELECT t.*, d.name FROM t JOIN dim d ON d.g = t.g % 1000 OFFSET $rows"
   [order_by_k]="SELECT * FROM t ORDER BY k OFFSET $rows"
   [order_by_k_desc]="SELECT * FROM t ORDER BY k DESC OFFSET $rows"
   [order_by_g_k]="SELECT * FROM t ORDER BY g, k OFFSET $rows"
@@ -76,9 +78,11 @@ top_sort() {
 for wm in $work_mems; do
   for w in $workers_list; do
     settings="SET work_mem = '$wm'; SET max_parallel_workers_per_gather = $w; LOAD 'gpusort';"
-    for shape in floor $shapes; do
+    floors=floor
+    case " $shapes " in *" join_order_by_k "*) floors="floor floor_join" ;; esac
+    for shape in $floors $shapes; do
       modes="off on"
-      [ "$shape" = floor ] && modes="off"
+      case "$shape" in floor*) modes="off" ;; esac
       for mode in $modes; do
         query=${shape_sql[$shape]}
         plan=$(psql_q -c "$settings SET gpusort.enabled = $mode; EXPLAIN (COSTS OFF) $query")
@@ -109,12 +113,13 @@ for r in csv.DictReader(open(sys.argv[1])):
 cells = sorted({(k[0], k[1]) for k in runs}, key=lambda c: (len(c[0]), c[0], c[1]))
 shapes = []
 for k in runs:
-    if k[2] != "floor" and k[2] not in shapes:
+    if not k[2].startswith("floor") and k[2] not in shapes:
         shapes.append(k[2])
 print(f"{'work_mem':>8} {'workers':>7} {'shape':<24} {'floor':>8} {'pg':>9} {'gpusort':>9} {'ratio':>6} {'left':>6}  plans (pg / gpusort)")
 for wm, w in cells:
-    floor = statistics.median(runs.get((wm, w, "floor", "off"), [0]))
     for s in shapes:
+        floor_shape = "floor_join" if s.startswith("join") else "floor"
+        floor = statistics.median(runs.get((wm, w, floor_shape, "off"), [0]))
         off = runs.get((wm, w, s, "off"))
         on = runs.get((wm, w, s, "on"))
         if not off or not on:
