@@ -151,9 +151,23 @@ check "they ran in the service" 12 "$(psql_q -c "SELECT jobs FROM gpusort_stats 
 check "an array sort larger than the staging area (20 MB of keys)" "5000000|t" \
   "$(psql_q -c "SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg((random() * 1e9)::int) FROM generate_series(1, 5000000)))) WITH ORDINALITY AS u(v, i)) s" | tail -n 1)"
 psql_q -c "CREATE TABLE big AS SELECT (random() * 1e9)::int AS k, g FROM generate_series(1, 1500000) g" >/dev/null
+psql_q -c "ANALYZE big" >/dev/null
+big_sql="SET max_parallel_workers_per_gather = 0; ${ob_sql//FROM t ORDER BY/FROM big ORDER BY}"
 check "an ORDER BY larger than the staging area (keys and row index, 18 MB)" "1500000|1500000|t" \
-  "$(psql_q -c "${ob_sql//FROM t ORDER BY/FROM big ORDER BY}" | tail -n 1)"
+  "$(psql_q -c "$big_sql" | tail -n 1)"
 check "both streamed through the service" 14 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
+# a parallel GpuSort: every process sorts its share as a job of its own
+par_sql="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; ${big_sql//max_parallel_workers_per_gather = 0/max_parallel_workers_per_gather = 2}"
+check "a parallel ORDER BY through the service (every row once, in order)" "1500000|1500000|t" \
+  "$(psql_q -c "$par_sql" | tail -n 1)"
+jobs_before=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
+par_plan=$(psql_q -c "${par_sql/SELECT count(*)/EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*)}")
+jobs_after=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
+case "$par_plan" in *"Parallel Custom Scan (GpuSort)"*) ok "it planned as a parallel GpuSort";;
+  *) bad "it planned as a parallel GpuSort" "$par_plan";; esac
+launched=$(sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p' <<< "$par_plan" | head -n 1)
+check "one job per process sorting a share (${launched:-?} workers + the leader)" \
+  "$(( ${launched:-0} + 1 ))" "$(( jobs_after - jobs_before ))"
 
 # ---- 3. cancellation ----
 echo "== statement_timeout and pg_cancel_backend"
