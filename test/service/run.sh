@@ -157,11 +157,11 @@ check "an ORDER BY larger than the staging area (keys and row index, 18 MB)" "15
   "$(psql_q -c "$big_sql" | tail -n 1)"
 check "both streamed through the service" 14 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
 # a parallel GpuSort: every process sorts its share as a job of its own
-par_sql="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; ${big_sql//max_parallel_workers_per_gather = 0/max_parallel_workers_per_gather = 2}"
+par_sql="SET parallel_setup_cost = 0; ${big_sql//max_parallel_workers_per_gather = 0/max_parallel_workers_per_gather = 2}"
 check "a parallel ORDER BY through the service (every row once, in order)" "1500000|1500000|t" \
   "$(psql_q -c "$par_sql" | tail -n 1)"
 jobs_before=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
-par_plan=$(psql_q -c "${par_sql/SELECT count(*)/EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*)}")
+par_plan=$(psql_q -c "${par_sql/"SELECT count(*)"/"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*)"}")
 jobs_after=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
 case "$par_plan" in *"Parallel Custom Scan (GpuSort)"*) ok "it planned as a parallel GpuSort";;
   *) bad "it planned as a parallel GpuSort" "$par_plan";; esac
