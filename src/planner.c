@@ -23,9 +23,15 @@
  * approximated; the executor decides from the setting as it is then, so a
  * cached plan never approximates a query that did not opt in.
  *
- * Where the input has partial paths, a Gather Merge over partial GpuSorts
- * is offered too: each parallel process sorts its share (never approximate,
- * never bounded), and add_path() weighs it against the rest.
+ * Where the input has partial paths, two parallel shapes are offered too
+ * (never approximate), and add_path() weighs them against the rest:
+ *   - a Gather Merge over partial GpuSorts, each process sorting its share
+ *     (the shape for LIMIT queries, whose top rows Gather Merge reads
+ *     without sorting the rest);
+ *   - the parallel sort (parallel_sort.c): a GpuSort that merges the
+ *     sorted runs its Gather's processes left in temporary files, so the
+ *     rows travel through a Gather tuple queue not at all (the shape for a
+ *     full sort, where Gather Merge's per-row queue traffic is the cost).
  *
  * With gpusort.min_rows = 0 or the approximate opt-in, GpuSort replaces
  * every path that sorts, Gather Merge over a partial Sort included.
