@@ -54,7 +54,8 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 static const char *
 device_description(GpuSortState *state)
 {
-	const gs_sort_report *report = &row_store_stats(state->rows)->report;
+	const RowStoreStats *stats = row_store_stats(state->rows);
+	const gs_sort_report *report = &stats->report;
 
 	if (report->ran_on == GS_DEVICE_GPU)
 	{
@@ -67,6 +68,10 @@ device_description(GpuSortState *state)
 			strlcpy(name, gpu_service->gpus[report->gpu_index].device.name, sizeof(name));
 			SpinLockRelease(&gpu_service->mutex);
 		}
+		/* a sort of many runs: those too small for the GPU ran on the CPU */
+		if (stats->gpu_sorts < stats->sorts)
+			return psprintf("GPU %d (%s) for %d of %d sorts, the rest on the CPU",
+							report->gpu_index, name, stats->gpu_sorts, stats->sorts);
 		return psprintf("GPU %d (%s)", report->gpu_index, name);
 	}
 	if (report->fell_back)

@@ -307,6 +307,9 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 	gpusort_check_status(status, &report);
 
 	store->stats.sort_ms += INSTR_TIME_GET_MILLISEC(duration);
+	store->stats.sorts++;
+	if (report.ran_on == GS_DEVICE_GPU)
+		store->stats.gpu_sorts++;
 	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
 	store->have_report = true;
 	store->stats.layout_words = layout.nwords;

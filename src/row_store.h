@@ -50,6 +50,8 @@ typedef struct RowStoreStats
 	int64		disk_bytes;		/* the most bytes on disk at one time */
 
 	/* the engine's sorts, all runs together */
+	int			sorts;			/* sorts the engine ran (one per run) */
+	int			gpu_sorts;		/* of them on a GPU */
 	gs_sort_report report;
 	unsigned	layout_words;
 	double		sort_ms;		/* in the engine */
