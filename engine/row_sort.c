@@ -77,6 +77,7 @@ gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first
 	total->sort_ms += pass->sort_ms;
 	total->download_ms += pass->download_ms;
 	total->queue_ms += pass->queue_ms;
+	total->gpu_index = pass->gpu_index;
 	total->algorithm = pass->algorithm;
 	total->valid_outputs = pass->valid_outputs;
 	total->interval_map = pass->interval_map;
@@ -88,13 +89,7 @@ gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first
 		total->gpu_status = pass->gpu_status;
 		memcpy(total->gpu_message, pass->gpu_message, sizeof(total->gpu_message));
 	}
-	/* one pass on the GPU makes the whole a GPU sort; which GPU is the
-	 * last GPU pass's (the caller counts the passes on each) */
-	if (pass->ran_on == GS_DEVICE_GPU || total->ran_on != GS_DEVICE_GPU)
-	{
-		total->ran_on = pass->ran_on;
-		total->gpu_index = pass->gpu_index;
-	}
+	total->ran_on = pass->ran_on;
 }
 
 static gs_status

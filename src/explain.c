@@ -57,22 +57,22 @@ device_description(GpuSortState *state)
 	const RowStoreStats *stats = row_store_stats(state->rows);
 	const gs_sort_report *report = &stats->report;
 
-	if (report->ran_on == GS_DEVICE_GPU)
+	if (stats->gpu_sorts > 0)
 	{
 		char		name[256] = "";
 
-		if (gpu_service != NULL && report->gpu_index >= 0 &&
-			report->gpu_index < GS_SERVICE_MAX_GPUS)
+		if (gpu_service != NULL && stats->gpu_index >= 0 &&
+			stats->gpu_index < GS_SERVICE_MAX_GPUS)
 		{
 			SpinLockAcquire(&gpu_service->mutex);
-			strlcpy(name, gpu_service->gpus[report->gpu_index].device.name, sizeof(name));
+			strlcpy(name, gpu_service->gpus[stats->gpu_index].device.name, sizeof(name));
 			SpinLockRelease(&gpu_service->mutex);
 		}
 		/* a sort of many runs: those too small for the GPU ran on the CPU */
 		if (stats->gpu_sorts < stats->sorts)
 			return psprintf("GPU %d (%s) for %d of %d sorts, the rest on the CPU",
-							report->gpu_index, name, stats->gpu_sorts, stats->sorts);
-		return psprintf("GPU %d (%s)", report->gpu_index, name);
+							stats->gpu_index, name, stats->gpu_sorts, stats->sorts);
+		return psprintf("GPU %d (%s)", stats->gpu_index, name);
 	}
 	if (report->fell_back)
 		return psprintf("CPU (the GPU failed: %s)", report->gpu_message);
@@ -134,10 +134,10 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	if (stats->pruned > 0)
 		ExplainPropertyInteger("Prunes", NULL, stats->pruned, es);
 	ExplainPropertyInteger("Memory", "kB", (int64) ((stats->peak_memory + 1023) / 1024), es);
-	if (stats->report.ran_on == GS_DEVICE_GPU)
+	if (stats->gpu_sorts > 0)
 		ExplainPropertyInteger("GPU Memory", "kB",
 							   (int64) ((stats->report.gpu_bytes + 1023) / 1024), es);
-	if (es->timing && (stats->report.ran_on == GS_DEVICE_GPU || stats->report.queue_ms > 0))
+	if (es->timing && (stats->gpu_sorts > 0 || stats->report.queue_ms > 0))
 		ExplainPropertyFloat("GPU Queue Wait", "ms", stats->report.queue_ms, 3, es);
 	if (es->timing)
 	{

@@ -309,7 +309,10 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 	store->stats.sort_ms += INSTR_TIME_GET_MILLISEC(duration);
 	store->stats.sorts++;
 	if (report.ran_on == GS_DEVICE_GPU)
+	{
 		store->stats.gpu_sorts++;
+		store->stats.gpu_index = report.gpu_index;
+	}
 	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
 	store->have_report = true;
 	store->stats.layout_words = layout.nwords;

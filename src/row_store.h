@@ -52,6 +52,7 @@ typedef struct RowStoreStats
 	/* the engine's sorts, all runs together */
 	int			sorts;			/* sorts the engine ran (one per run) */
 	int			gpu_sorts;		/* of them on a GPU */
+	int			gpu_index;		/* the last of those's GPU */
 	gs_sort_report report;
 	unsigned	layout_words;
 	double		sort_ms;		/* in the engine */
