@@ -133,7 +133,9 @@ check "the sorted array is a permutation of the input" "t" \
 # ---- 2b. many sorts at once through a small staging area ----
 echo "== 12 concurrent sorts through 16 MB of staging memory"
 start_server gpusort 2048 1 0 "gpusort.service_staging_size = 16"
-ob_sql="SET gpusort.device = gpu; SET gpusort.min_rows = 0; SET work_mem = '256MB'; SELECT count(*), count(DISTINCT g), bool_and(ok) FROM (SELECT g, k >= lag(k) OVER (ORDER BY rn) IS NOT FALSE AS ok FROM (SELECT k, g, row_number() OVER () AS rn FROM (SELECT k, g FROM t ORDER BY k) s) s2) s3"
+ob_settings="SET gpusort.device = gpu; SET gpusort.min_rows = 0; SET work_mem = '256MB';"
+ob_query="SELECT count(*), count(DISTINCT g), bool_and(ok) FROM (SELECT g, k >= lag(k) OVER (ORDER BY rn) IS NOT FALSE AS ok FROM (SELECT k, g, row_number() OVER () AS rn FROM (SELECT k, g FROM t ORDER BY k) s) s2) s3"
+ob_sql="$ob_settings $ob_query"
 for i in $(seq 1 6); do
   psql_q -c "$sort_sql" > "$workdir/array$i.out" &
   psql_q -c "$ob_sql" > "$workdir/orderby$i.out" &
@@ -152,16 +154,16 @@ check "an array sort larger than the staging area (20 MB of keys)" "5000000|t" \
   "$(psql_q -c "SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg((random() * 1e9)::int) FROM generate_series(1, 5000000)))) WITH ORDINALITY AS u(v, i)) s" | tail -n 1)"
 psql_q -c "CREATE TABLE big AS SELECT (random() * 1e9)::int AS k, g FROM generate_series(1, 1500000) g" >/dev/null
 psql_q -c "ANALYZE big" >/dev/null
-big_sql="SET max_parallel_workers_per_gather = 0; ${ob_sql//FROM t ORDER BY/FROM big ORDER BY}"
+big_query=${ob_query//FROM t ORDER BY/FROM big ORDER BY}
 check "an ORDER BY larger than the staging area (keys and row index, 18 MB)" "1500000|1500000|t" \
-  "$(psql_q -c "$big_sql" | tail -n 1)"
+  "$(psql_q -c "$ob_settings SET max_parallel_workers_per_gather = 0; $big_query" | tail -n 1)"
 check "both streamed through the service" 14 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
 # a parallel GpuSort: every process sorts its share as a job of its own
-par_sql="SET parallel_setup_cost = 0; ${big_sql//max_parallel_workers_per_gather = 0/max_parallel_workers_per_gather = 2}"
+par_settings="$ob_settings SET parallel_setup_cost = 0; SET max_parallel_workers_per_gather = 2;"
 check "a parallel ORDER BY through the service (every row once, in order)" "1500000|1500000|t" \
-  "$(psql_q -c "$par_sql" | tail -n 1)"
+  "$(psql_q -c "$par_settings $big_query" | tail -n 1)"
 jobs_before=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
-par_plan=$(psql_q -c "${par_sql/"SELECT count(*)"/"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*)"}")
+par_plan=$(psql_q -c "$par_settings EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $big_query")
 jobs_after=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
 case "$par_plan" in *"Parallel Custom Scan (GpuSort)"*) ok "it planned as a parallel GpuSort";;
   *) bad "it planned as a parallel GpuSort" "$par_plan";; esac
