@@ -40,8 +40,11 @@
 /* Arena chunks: small against work_mem, so little of it goes unused. */
 #define ARENA_CHUNK_MIN ((Size) 8 * 1024)
 #define ARENA_CHUNK_MAX ((Size) 8 * 1024 * 1024)
-/* Memory to read one run during a merge: its file's buffer and a row. */
-#define RUN_READ_BYTES ((Size) BLCKSZ + 1024)
+/* Memory to read one run during a merge: its file's buffer and at least
+ * MIN_READ_CHUNK of records read ahead. */
+#define MIN_READ_CHUNK ((Size) 1024)
+#define MAX_READ_CHUNK ((Size) 16 * 1024)
+#define RUN_READ_BYTES ((Size) BLCKSZ + MIN_READ_CHUNK)
 /* Fewest rows in a sorted run, however small work_mem is (below some 100 kB
  * a run may take more than work_mem, as tuplesort's do). */
 #define MIN_RUN_ROWS 1024
@@ -71,9 +74,32 @@ typedef struct MergeInput
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 	MinimalTuple tuple;
 	bool		done;			/* no rows left */
-	char	   *buffer;			/* a run's current tuple */
+	/* a run's records, read ahead a chunk at a time and parsed in place */
+	char	   *chunk;
+	Size		chunk_size;
+	Size		chunk_used;		/* bytes read into the chunk */
+	Size		chunk_pos;		/* where the next record starts */
+	char	   *buffer;			/* a copy of a tuple not MAXALIGNed in the chunk */
 	Size		buffer_size;
 } MergeInput;
+
+/*
+ * An input's current row as the merge's tournament tree compares it, in
+ * 128 bits: its rank (NULLs first or last, inputs that are done after all),
+ * its first key's encoded word (inverted for DESC), and the input's number.
+ * With one key these order the rows exactly, and stably: the input number
+ * breaks ties and makes every merge key unique. With more keys, equal rank
+ * and word fall back to comparing all keys.
+ */
+typedef unsigned __int128 MergeKey;
+
+#define MERGE_INPUT_BITS 28
+#define MERGE_INPUT_MASK ((1 << MERGE_INPUT_BITS) - 1)
+#define MERGE_RANK_SHIFT (64 + MERGE_INPUT_BITS)
+#define MERGE_RANK_NULL_FIRST 0
+#define MERGE_RANK_VALUE 1
+#define MERGE_RANK_NULL_LAST 2
+#define MERGE_RANK_DONE 3
 
 /* Where reading the output stands. */
 typedef enum ReadMode
@@ -126,7 +152,7 @@ struct RowStore
 	MergeInput *inputs;
 	int			ninputs;
 	int			inputs_allocated;
-	int		   *tree;			/* the tournament: see build_tree() */
+	MergeKey   *tree;			/* the tournament: see build_tree() */
 	int			last_input;		/* the input of the row last returned */
 	/* READ_FILE */
 	SortedRun  *final;
@@ -623,81 +649,181 @@ spill_rows(RowStore *store, bool more_rows)
 
 /* ---- merging ---- */
 
+static void count_merge_memory(RowStore *store);
+
+/*
+ * Makes the input's chunk hold `need` bytes from chunk_pos on, reading
+ * ahead in its run; the bytes not yet parsed move to the chunk's start
+ * (which is MAXALIGNed, as palloc's memory is). False when the run ends
+ * exactly at chunk_pos and that is allowed (the end of the last record).
+ */
+static bool
+fill_chunk(RowStore *store, MergeInput *input, Size need, bool end_allowed)
+{
+	Size		left = input->chunk_used - input->chunk_pos;
+
+	if (left >= need)
+		return true;
+	if (need > input->chunk_size)
+	{
+		/* a record larger than the chunk: the chunk grows to hold it */
+		Size		size = Max(need, 2 * input->chunk_size);
+		char	   *chunk = MemoryContextAllocHuge(store->context, size);
+
+		if (left > 0)
+			memcpy(chunk, input->chunk + input->chunk_pos, left);
+		if (input->chunk != NULL)
+			pfree(input->chunk);
+		input->chunk = chunk;
+		input->chunk_size = size;
+		count_merge_memory(store);
+	}
+	else if (left > 0 && input->chunk_pos > 0)
+		memmove(input->chunk, input->chunk + input->chunk_pos, left);
+	input->chunk_pos = 0;
+	input->chunk_used = left;
+	while (input->chunk_used < need)
+	{
+		size_t		got = BufFileRead(input->run->file, input->chunk + input->chunk_used,
+									  input->chunk_size - input->chunk_used);
+
+		if (got == 0)
+			break;
+		input->chunk_used += got;
+	}
+	if (input->chunk_used >= need)
+		return true;
+	if (input->chunk_used == 0 && end_allowed)
+		return false;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("gpusort: could not read from a temporary file: read only %zu of %zu bytes",
+					input->chunk_used, need)));
+	return false;				/* not reached */
+}
+
+/* A run input's next record, parsed in its chunk; false at the run's end.
+ * The tuple is used where it lies when MAXALIGNed there, else copied. */
+static bool
+read_chunk_record(RowStore *store, MergeInput *input)
+{
+	Size		header_size = sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1);
+	uint32		length;
+	uint32		trailer;
+	char	   *record;
+	char	   *tuple;
+
+	/* (the chunk mostly holds the record already: no call then) */
+	if (input->chunk_used - input->chunk_pos < header_size &&
+		!fill_chunk(store, input, header_size, true))
+		return false;
+	record = input->chunk + input->chunk_pos;
+	memcpy(&length, record, sizeof(length));
+	if (input->chunk_used - input->chunk_pos < header_size + length + sizeof(uint32))
+		fill_chunk(store, input, header_size + length + sizeof(uint32), false);
+	record = input->chunk + input->chunk_pos;
+	memcpy(input->keys, record + sizeof(length), store->nkeys * sizeof(uint64_t));
+	memcpy(input->nulls, record + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
+	tuple = record + header_size;
+	memcpy(&trailer, tuple + length, sizeof(trailer));
+	if (trailer != length)
+		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
+	if ((uintptr_t) tuple % MAXIMUM_ALIGNOF != 0)
+	{
+		if (input->buffer_size < length)
+		{
+			Size		size = Max(MAXALIGN(length), 256);
+
+			if (input->buffer != NULL)
+				pfree(input->buffer);
+			input->buffer = MemoryContextAllocHuge(store->context, size);
+			input->buffer_size = size;
+			count_merge_memory(store);
+		}
+		memcpy(input->buffer, tuple, length);
+		tuple = input->buffer;
+	}
+	input->tuple = (MinimalTuple) tuple;
+	input->chunk_pos += header_size + length + sizeof(uint32);
+	return true;
+}
+
 /* The input's next row into its keys, nulls and tuple; false when done. */
 static bool
 advance_input(RowStore *store, MergeInput *input)
 {
-	if (input->run == NULL)
-	{
-		uint32_t	row;
+	uint32_t	row;
 
-		if (input->next >= store->ntuples)
-			return false;
-		row = store->order[input->next++];
-		for (int k = 0; k < store->nkeys; k++)
-		{
-			input->keys[k] = store->column_keys[k][row];
-			input->nulls[k] = store->column_nulls[k][row];
-		}
-		input->tuple = store->tuples[row];
-		return true;
-	}
-	else
+	if (input->run != NULL)
+		return read_chunk_record(store, input);
+	if (input->next >= store->ntuples)
+		return false;
+	row = store->order[input->next++];
+	for (int k = 0; k < store->nkeys; k++)
 	{
-		uint32		length;
-
-		if (!read_record(store, input->run->file, input->keys, input->nulls,
-						 &input->buffer, &input->buffer_size, &length))
-			return false;
-		input->tuple = (MinimalTuple) input->buffer;
-		return true;
+		input->keys[k] = store->column_keys[k][row];
+		input->nulls[k] = store->column_nulls[k][row];
 	}
+	input->tuple = store->tuples[row];
+	return true;
 }
 
-/*
- * Does input a's current row come before input b's? An input that is done
- * comes after every other. Equal keys: the earlier input first (inputs are
- * in input order, the rows in memory last), so the sort stays stable.
- */
-static inline bool
-input_before(RowStore *store, int a, int b)
+/* Input i's current row as a merge key (see MergeKey). */
+static inline MergeKey
+merge_key(RowStore *store, int i)
 {
-	MergeInput *x = &store->inputs[a];
-	MergeInput *y = &store->inputs[b];
-	int			order;
+	MergeInput *input = &store->inputs[i];
+	uint64_t	rank = MERGE_RANK_VALUE;
+	uint64_t	word = 0;
 
-	if (x->done || y->done)
-		return !x->done;
-	if (store->nkeys == 1 && !x->nulls[0] && !y->nulls[0])
+	if (input->done)
+		rank = MERGE_RANK_DONE;
+	else if (input->nulls[0])
+		rank = store->plan->nulls_first[0] ? MERGE_RANK_NULL_FIRST : MERGE_RANK_NULL_LAST;
+	else
+		word = store->plan->descending[0] ? ~input->keys[0] : input->keys[0];
+	return ((MergeKey) rank << MERGE_RANK_SHIFT) | ((MergeKey) word << MERGE_INPUT_BITS) |
+		(MergeKey) i;
+}
+
+/* Does merge key a's row come before b's? (Equal keys: the earlier input
+ * first; inputs are in input order, the rows in memory last.) */
+static inline bool
+merge_key_before(RowStore *store, MergeKey a, MergeKey b)
+{
+	if (store->nkeys > 1 && (a >> MERGE_INPUT_BITS) == (b >> MERGE_INPUT_BITS) &&
+		(a >> MERGE_RANK_SHIFT) != MERGE_RANK_DONE)
 	{
-		/* the usual case, one key and no NULLs, without the loop */
-		if (x->keys[0] == y->keys[0])
-			return a < b;
-		return (x->keys[0] < y->keys[0]) != store->plan->descending[0];
+		MergeInput *x = &store->inputs[(int) (a & MERGE_INPUT_MASK)];
+		MergeInput *y = &store->inputs[(int) (b & MERGE_INPUT_MASK)];
+		int			order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
+
+		if (order != 0)
+			return order < 0;
 	}
-	order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
-	return order < 0 || (order == 0 && a < b);
+	return a < b;
 }
 
 /*
  * The merge is a tournament (loser) tree over the inputs: leaf i + n stands
- * for input i, each inner node 1 .. n - 1 holds the input that lost the
- * match there, and tree[0] the overall winner. When the winner moves on,
- * its new row replays the matches on its leaf's path only: one comparison
- * per level, half of what a binary heap needs.
+ * for input i, each inner node 1 .. n - 1 holds the merge key of the row
+ * that lost the match there, and tree[0] the overall winner's. When the
+ * winner moves on, its new row replays the matches on its leaf's path only:
+ * one comparison per level, half of what a binary heap needs, on keys held
+ * in the tree itself.
  */
-static int
+static MergeKey
 build_tree(RowStore *store, int node)
 {
 	int			n = store->ninputs;
-	int			left,
+	MergeKey	left,
 				right;
 
 	if (node >= n)
-		return node - n;
+		return merge_key(store, node - n);
 	left = build_tree(store, 2 * node);
 	right = build_tree(store, 2 * node + 1);
-	if (input_before(store, left, right))
+	if (merge_key_before(store, left, right))
 	{
 		store->tree[node] = right;
 		return left;
@@ -706,38 +832,94 @@ build_tree(RowStore *store, int node)
 	return right;
 }
 
-/* The winner's input has a new row (or is done): replay its matches. */
+/* Input i, the last winner, has a new row (or is done): replay its matches. */
 static void
-replay_tree(RowStore *store)
+replay_tree(RowStore *store, int i)
 {
-	int			winner = store->tree[0];
+	MergeKey	winner = merge_key(store, i);
+	int			node = (i + store->ninputs) / 2;
 
-	for (int node = (winner + store->ninputs) / 2; node >= 1; node /= 2)
+	if (store->nkeys == 1)
 	{
-		if (input_before(store, store->tree[node], winner))
+		/* merge keys alone decide: no branch on the data */
+		for (; node >= 1; node /= 2)
 		{
-			int			loser = winner;
+			MergeKey	other = store->tree[node];
+			bool		other_first = other < winner;
 
-			winner = store->tree[node];
-			store->tree[node] = loser;
+			store->tree[node] = other_first ? winner : other;
+			winner = other_first ? other : winner;
+		}
+	}
+	else
+	{
+		for (; node >= 1; node /= 2)
+		{
+			MergeKey	other = store->tree[node];
+
+			if (merge_key_before(store, other, winner))
+			{
+				store->tree[node] = winner;
+				winner = other;
+			}
 		}
 	}
 	store->tree[0] = winner;
 }
 
-/* Starts merging runs[first .. first + count - 1], and the rows in memory
- * when with_memory, from their beginnings. */
+/* The memory reading the merge's runs takes (each run's file buffer, chunk
+ * and tuple copy) counts toward the peak beside the rows in memory. */
 static void
-start_merge(RowStore *store, int first, int count, bool with_memory)
+count_merge_memory(RowStore *store)
+{
+	Size		bytes = store->memory_used;
+
+	for (int i = 0; i < store->ninputs; i++)
+		if (store->inputs[i].run != NULL)
+			bytes += BLCKSZ + store->inputs[i].chunk_size + store->inputs[i].buffer_size;
+	store->stats.peak_memory = Max(store->stats.peak_memory, bytes);
+}
+
+/* The memory a merge may read its runs with: work_mem beside the rows in
+ * memory (which prepare_final_merge() keeps to at most half of it). */
+static Size
+merge_memory(RowStore *store)
+{
+	return store->spec.work_mem_bytes - Min(store->memory_used, store->spec.work_mem_bytes / 2);
+}
+
+/* Starts merging runs[first .. first + count - 1], and the rows in memory
+ * when with_memory, from their beginnings, reading ahead within `memory`
+ * bytes. */
+static void
+start_merge(RowStore *store, int first, int count, bool with_memory, Size memory)
 {
 	int			ninputs = count + (with_memory ? 1 : 0);
+	Size		chunk_size = count > 0 ? memory / count : 0;
 
+	/* a chunk of records beside each run's file buffer */
+	chunk_size = chunk_size > BLCKSZ ? chunk_size - BLCKSZ : 0;
+	chunk_size = Max(MIN_READ_CHUNK, Min(MAX_READ_CHUNK, chunk_size));
+	if (ninputs > MERGE_INPUT_MASK)
+		elog(ERROR, "gpusort: too many sorted runs to merge at once (%d)", ninputs);
 	if (store->inputs == NULL || store->inputs_allocated < ninputs)
 	{
 		MemoryContext old_context = MemoryContextSwitchTo(store->context);
 
+		if (store->inputs != NULL)
+		{
+			for (int i = 0; i < store->inputs_allocated; i++)
+			{
+				if (store->inputs[i].chunk != NULL)
+					pfree(store->inputs[i].chunk);
+				if (store->inputs[i].buffer != NULL)
+					pfree(store->inputs[i].buffer);
+			}
+			pfree(store->inputs);
+			pfree(store->tree);
+		}
 		store->inputs = palloc0(ninputs * sizeof(MergeInput));
-		store->tree = palloc(Max(ninputs, 1) * sizeof(int));
+		store->tree = palloc(Max(ninputs, 1) * sizeof(MergeKey));
 		store->inputs_allocated = ninputs;
 		MemoryContextSwitchTo(old_context);
 	}
@@ -750,10 +932,26 @@ start_merge(RowStore *store, int first, int count, bool with_memory)
 		input->run = i < count ? store->runs[first + i] : NULL;
 		input->next = 0;
 		if (input->run != NULL)
+		{
 			seek_file(input->run->file, 0);
+			if (input->chunk != NULL && input->chunk_size != chunk_size)
+			{
+				pfree(input->chunk);
+				input->chunk = NULL;
+			}
+			if (input->chunk == NULL)
+			{
+				input->chunk = MemoryContextAlloc(store->context, chunk_size);
+				input->chunk_size = chunk_size;
+			}
+			input->chunk_used = 0;
+			input->chunk_pos = 0;
+		}
 		input->done = !advance_input(store, input);
 	}
-	store->tree[0] = ninputs > 0 ? build_tree(store, 1) : -1;
+	if (ninputs > 0)
+		store->tree[0] = build_tree(store, 1);
+	count_merge_memory(store);
 }
 
 /* The merge's next row, or NULL; valid until the next call. */
@@ -767,14 +965,14 @@ next_merged(RowStore *store)
 	if (store->last_input >= 0)
 	{
 		/* the input of the row returned last moves on now, not before:
-		 * that row stayed valid in its buffer until this call */
+		 * that row stayed valid in its chunk or buffer until this call */
 		MergeInput *input = &store->inputs[store->last_input];
 
 		input->done = !advance_input(store, input);
-		replay_tree(store);
+		replay_tree(store, store->last_input);
 		store->last_input = -1;
 	}
-	winner = store->tree[0];
+	winner = (int) (store->tree[0] & MERGE_INPUT_MASK);
 	if (store->inputs[winner].done)
 		return NULL;
 	store->last_input = winner;
@@ -794,7 +992,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 				duration;
 
 	INSTR_TIME_SET_CURRENT(start);
-	start_merge(store, first, count, with_memory);
+	start_merge(store, first, count, with_memory, merge_memory(store));
 	if (merged == NULL)
 		merged = new_run(store);
 	while ((limit == 0 || written < limit) && (input = next_merged(store)) != NULL)
@@ -949,10 +1147,7 @@ prepare_final_merge(RowStore *store)
 
 	/* as many runs at once as their read buffers fit in work_mem */
 	merge_order = Max(MIN_MERGE_ORDER,
-					  (int) Min((Size) INT_MAX / 2,
-								(store->spec.work_mem_bytes - Min(store->memory_used,
-																  store->spec.work_mem_bytes / 2))
-								/ RUN_READ_BYTES));
+					  (int) Min((Size) INT_MAX / 2, merge_memory(store) / RUN_READ_BYTES));
 	merge_runs_down_to(store, merge_order, limit);
 	return limit > 0 ? Min(total, limit) : total;
 }
@@ -1004,7 +1199,7 @@ row_store_sort(RowStore *store)
 	}
 	else
 	{
-		start_merge(store, 0, store->nruns, store->ntuples > 0);
+		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store));
 		store->mode = READ_MERGE;
 	}
 	store->stats.rows_out = store->noutputs;
@@ -1205,7 +1400,7 @@ row_store_rewind(RowStore *store)
 {
 	store->position = -1;
 	if (store->mode == READ_MERGE)
-		start_merge(store, 0, store->nruns, store->ntuples > 0);
+		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store));
 }
 
 void
