@@ -236,6 +236,11 @@ SELECT same_order('SELECT x, (SELECT array_agg(id) FROM (SELECT id FROM big_null
 RESET enable_material;
 RESET enable_mergejoin;
 RESET enable_hashjoin;
+-- rows of 20 kB, larger than what a merge reads ahead of each run at once
+SET max_parallel_workers_per_gather = 0;
+SELECT same_order('SELECT id, k, repeat(pad, 640) AS wide FROM big WHERE id <= 1100 ORDER BY k', 'k') AS spilled_wide;
+RESET max_parallel_workers_per_gather;
+SELECT same_order('SELECT id, k, repeat(pad, 640) AS wide FROM big WHERE id <= 1100 ORDER BY k DESC', 'k') AS spilled_wide_shares;
 RESET work_mem;
 
 -- the CPU gives the same order as wherever auto runs

@@ -45,9 +45,12 @@
 #define MIN_READ_CHUNK ((Size) 1024)
 #define MAX_READ_CHUNK ((Size) 16 * 1024)
 #define RUN_READ_BYTES ((Size) BLCKSZ + MIN_READ_CHUNK)
-/* Fewest rows in a sorted run, however small work_mem is (below some 100 kB
- * a run may take more than work_mem, as tuplesort's do). */
+/* A sorted run holds MIN_RUN_ROWS rows or MIN_RUN_BYTES of memory, whichever
+ * comes first, however small work_mem is: below MIN_RUN_BYTES a run may
+ * take more than work_mem (as tuplesort's may), so that tiny settings do
+ * not make thousands of runs. */
 #define MIN_RUN_ROWS 1024
+#define MIN_RUN_BYTES ((Size) 256 * 1024)
 /* Fewest runs one merge pass takes, however small work_mem is. */
 #define MIN_MERGE_ORDER 6
 
@@ -1015,6 +1018,14 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 
 /* ---- the public interface ---- */
 
+/* Must the rows in memory go to disk as a run? */
+static bool
+run_is_full(const RowStore *store)
+{
+	return store->memory_used > store->spec.work_mem_bytes &&
+		(store->ntuples >= MIN_RUN_ROWS || store->memory_used >= MIN_RUN_BYTES);
+}
+
 RowStore *
 row_store_begin(const RowStoreSpec *spec)
 {
@@ -1075,11 +1086,11 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 
 	if (bounded && store->ntuples >= Max((size_t) store->spec.bound * 2, MIN_PRUNE_ROWS))
 		prune_rows(store);
-	if (store->memory_used > store->spec.work_mem_bytes && store->ntuples >= MIN_RUN_ROWS)
+	if (run_is_full(store))
 	{
 		if (bounded && store->ntuples > (size_t) store->spec.bound)
 			prune_rows(store);
-		if (store->memory_used > store->spec.work_mem_bytes && store->ntuples >= MIN_RUN_ROWS)
+		if (run_is_full(store))
 			spill_rows(store, true);
 	}
 }
