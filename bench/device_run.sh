@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs a tree built on this machine on the workplace's GPU machine, where
+# building the kernels would spend minutes of device time.
+#
+# Here, after building for the H100 (make ... CUDA_ARCH_FLAGS="-gencode
+# arch=compute_90,code=sm_90"), with ../shared/device copied to .device-carry:
+#
+#   bench/device_run.sh pack          # the built files into .device-carry/build.tgz
+#
+# There (the device tool's run, carry [".device-carry"]), from the root:
+#
+#   bench/device_run.sh tests         # unit tests driving the GPU, then
+#                                     # test/run_tests.sh with gpusort.device = gpu
+#   bench/device_run.sh matrix        # bench/sql_matrix.sh (ROWS, WORK_MEMS,
+#                                     # WORKERS, SHAPES, REPEAT, REUSE_TABLE)
+#   bench/device_run.sh sql FILE      # psql -f FILE
+#
+# Each mode installs the built files into the portable PostgreSQL of
+# .device-carry/pg-on-gpu.sh, starts that server with gpusort preloaded (so
+# the GPU service runs; MWP sets max_worker_processes) and waits for the
+# service's GPU, and ends by checking the server log for processes
+# terminated by a signal. Logs and CSVs go to $OUT.
+set -uo pipefail
+mode=${1:?usage: bench/device_run.sh pack|tests|matrix|sql FILE}
+built="gpusort.so service/gpusort-gpud test/unit/test_engine kernels/*.o src/*.o engine/*.o service/*.o"
+
+if [ "$mode" = pack ]; then
+  # shellcheck disable=SC2086
+  tar czf .device-carry/build.tgz $built && ls -l .device-carry/build.tgz
+  exit
+fi
+
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+# shellcheck disable=SC1091
+source .device-carry/pg-on-gpu.sh > "$OUT/pg_setup.log" 2>&1
+# the sources are older than the built files, so make installs without building
+git ls-files -z 2>/dev/null | xargs -0 touch -d '2001-01-01 00:00' 2>/dev/null
+tar xzf .device-carry/build.tgz
+make install PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes > "$OUT/install.log" 2>&1 ||
+  tail -n 20 "$OUT/install.log"
+chmod -R a+rwX .
+grep -q "^shared_preload_libraries = 'gpusort'" "$PGDATA/postgresql.conf" ||
+  echo "shared_preload_libraries = 'gpusort'" >> "$PGDATA/postgresql.conf"
+[ -n "${MWP:-}" ] && echo "max_worker_processes = $MWP" >> "$PGDATA/postgresql.conf"
+su pgrun -c "$PGROOT/bin/pg_ctl -D $PGDATA -l /tmp/gpusort-pg.log -w restart" > /dev/null
+ready=0
+for _ in $(seq 1 100); do
+  ready=$(psql -Atc "SELECT count(*) FROM gpusort_info() WHERE name LIKE 'gpu%_state' AND value = 'ready'" 2>/dev/null)
+  [ "$ready" = 1 ] && break
+  psql -qc "CREATE EXTENSION IF NOT EXISTS gpusort" > /dev/null 2>&1
+  sleep 0.2
+done
+echo "GPU service ready: ${ready:-0}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+
+case "$mode" in
+  tests)
+    test/unit/test_engine --gpu > "$OUT/unit_gpu.log" 2>&1
+    tail -n 1 "$OUT/unit_gpu.log"
+    GPUSORT_TEST_USER=pgrun GPUSORT_TEST_OPTIONS="-c gpusort.device=gpu" \
+      GPUSORT_FUZZ_DEVICE=gpu GPUSORT_TEST_LOG_COPY="$OUT/server.log" PG_CONFIG="$PG_CONFIG" \
+      GPUSORT_SERVICE_TEST=0 timeout 480 test/run_tests.sh > "$OUT/run_tests.log" 2>&1
+    grep -E "^(test |==|fuzz|ok|not ok|[0-9]+ passed)|terminated by signal" "$OUT/run_tests.log" | tail -n 60
+    [ -f regression.diffs ] && cp regression.diffs "$OUT/"
+    ;;
+  matrix)
+    chown -R pgrun "$OUT"
+    bench/sql_matrix.sh "$OUT/matrix" 2>&1 | tail -n 60
+    ;;
+  sql)
+    psql -X -f "${2:?usage: bench/device_run.sh sql FILE}" > "$OUT/sql.log" 2>&1
+    tail -n 80 "$OUT/sql.log"
+    ;;
+  *)
+    echo "unknown mode: $mode" >&2
+    exit 2
+    ;;
+esac
+if grep -q "terminated by signal" /tmp/gpusort-pg.log; then
+  echo "benchmark server: a process was terminated by a signal"
+else
+  echo "benchmark server log: no process terminated by a signal"
+fi
+cp /tmp/gpusort-pg.log "$OUT/bench_server.log"
