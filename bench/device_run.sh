@@ -5,7 +5,7 @@
 # Here, after building for the H100 (make ... CUDA_ARCH_FLAGS="-gencode
 # arch=compute_90,code=sm_90"), with ../shared/device copied to .device-carry:
 #
-#   bench/device_run.sh pack          # the built files into .device-carry/build.tgz
+#   bench/device_run.sh pack          # the built files into $BUILD
 #
 # There (the device tool's run, carry [".device-carry"]), from the root:
 #
@@ -19,14 +19,17 @@
 # .device-carry/pg-on-gpu.sh, starts that server with gpusort preloaded (so
 # the GPU service runs; MWP sets max_worker_processes) and waits for the
 # service's GPU, and ends by checking the server log for processes
-# terminated by a signal. Logs and CSVs go to $OUT.
+# terminated by a signal. Logs and CSVs go to $OUT. BUILD names the packed
+# build (default .device-carry/build.tgz): keep an earlier one under another
+# name to compare two builds in one run.
 set -uo pipefail
 mode=${1:?usage: bench/device_run.sh pack|tests|matrix|sql FILE}
+build=${BUILD:-.device-carry/build.tgz}
 built="gpusort.so service/gpusort-gpud test/unit/test_engine kernels/*.o src/*.o engine/*.o service/*.o"
 
 if [ "$mode" = pack ]; then
   # shellcheck disable=SC2086
-  tar czf .device-carry/build.tgz $built && ls -l .device-carry/build.tgz
+  tar czf "$build" $built && ls -l "$build"
   exit
 fi
 
@@ -36,7 +39,7 @@ mkdir -p "$OUT"
 source .device-carry/pg-on-gpu.sh > "$OUT/pg_setup.log" 2>&1
 # the sources are older than the built files, so make installs without building
 git ls-files -z 2>/dev/null | xargs -0 touch -d '2001-01-01 00:00' 2>/dev/null
-tar xzf .device-carry/build.tgz
+tar xzf "$build"
 make install PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes > "$OUT/install.log" 2>&1 ||
   tail -n 20 "$OUT/install.log"
 chmod -R a+rwX .
