@@ -45,6 +45,9 @@
 #define MIN_READ_CHUNK ((Size) 1024)
 #define MAX_READ_CHUNK ((Size) 16 * 1024)
 #define RUN_READ_BYTES ((Size) BLCKSZ + MIN_READ_CHUNK)
+/* Records bound for a run gather in a buffer of this size and reach the
+ * file in one write, not three (length and keys, tuple, trailing length). */
+#define RUN_WRITE_BUFFER ((Size) 32 * 1024)
 /* A sorted run holds MIN_RUN_ROWS rows or MIN_RUN_BYTES of memory, whichever
  * comes first, however small work_mem is: below MIN_RUN_BYTES a run may
  * take more than work_mem (as tuplesort's may), so that tiny settings do
@@ -145,6 +148,8 @@ struct RowStore
 	int			runs_allocated;
 	int			files_created;	/* in spec.share_files */
 	int64		disk_bytes;
+	char	   *write_buffer;	/* RUN_WRITE_BUFFER bytes, for write_record() */
+	Size		write_buffered; /* bytes in it, not yet in their run's file */
 
 	/* reading */
 	ReadMode	mode;
@@ -447,19 +452,52 @@ pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *
 	return sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
 }
 
+/* Writes the buffered records to the file of the run they belong to. */
+static void
+flush_records(RowStore *store, SortedRun *run)
+{
+	if (store->write_buffered > 0)
+		write_bytes(run->file, store->write_buffer, store->write_buffered);
+	store->write_buffered = 0;
+}
+
+/*
+ * Appends one record to `run`, through the store's write buffer: records
+ * of one run follow each other until flush_records(), which must come
+ * before the run is read or another run is written.
+ */
 static void
 write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *nulls,
 			 MinimalTuple tuple)
 {
 	uint32		length = tuple->t_len;
-	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+	Size		size = record_size(store, length);
+	char	   *record;
 
-	write_bytes(run->file, header, pack_header(store, header, length, keys, nulls));
-	write_bytes(run->file, tuple, length);
-	write_bytes(run->file, &length, sizeof(length));
+	if (store->write_buffer == NULL)
+		store->write_buffer = MemoryContextAlloc(store->context, RUN_WRITE_BUFFER);
+	if (store->write_buffered + size > RUN_WRITE_BUFFER)
+		flush_records(store, run);
+	if (size > RUN_WRITE_BUFFER)
+	{
+		/* a wide row goes straight to the file */
+		char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+
+		write_bytes(run->file, header, pack_header(store, header, length, keys, nulls));
+		write_bytes(run->file, tuple, length);
+		write_bytes(run->file, &length, sizeof(length));
+	}
+	else
+	{
+		record = store->write_buffer + store->write_buffered;
+		record += pack_header(store, record, length, keys, nulls);
+		memcpy(record, tuple, length);
+		memcpy(record + length, &length, sizeof(length));
+		store->write_buffered += size;
+	}
 	run->rows++;
-	run->bytes += record_size(store, length);
-	store->disk_bytes += record_size(store, length);
+	run->bytes += size;
+	store->disk_bytes += size;
 	store->stats.disk_bytes = Max(store->stats.disk_bytes, store->disk_bytes);
 }
 
@@ -617,6 +655,7 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 		}
 		write_record(store, run, keys, nulls, store->tuples[row]);
 	}
+	flush_records(store, run);
 	if (limit > 0 && nout == limit &&
 		(!store->have_threshold ||
 		 compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0))
@@ -875,7 +914,7 @@ replay_tree(RowStore *store, int i)
 static void
 count_merge_memory(RowStore *store)
 {
-	Size		bytes = store->memory_used;
+	Size		bytes = store->memory_used + (store->write_buffer ? RUN_WRITE_BUFFER : 0);
 
 	for (int i = 0; i < store->ninputs; i++)
 		if (store->inputs[i].run != NULL)
@@ -1005,6 +1044,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 		write_record(store, merged, input->keys, input->nulls, input->tuple);
 		written++;
 	}
+	flush_records(store, merged);
 	for (int i = 0; i < count; i++)
 	{
 		drop_run(store, store->runs[first + i]);
