@@ -42,7 +42,7 @@
 #include "gpusort_executor.h"
 
 /* Most runs one share hands over. */
-#define MAX_SHARE_RUNS 16
+#define MAX_SHARE_RUNS 128
 
 /* One process's sorted share: its runs, in input order. */
 typedef struct ShareFile
