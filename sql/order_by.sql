@@ -215,12 +215,25 @@ SET gpusort.min_rows = 0;
 -- merged in passes first; several keys, NULLs both ways, bounds
 SET work_mem = '64kB';
 CREATE TABLE big_nulls AS
-SELECT id, CASE WHEN id % 7 = 0 THEN NULL ELSE k % 5000 END AS m, k, pad FROM big;
+SELECT id, CASE WHEN id % 7 = 0 THEN NULL ELSE k % 5000 END AS m, k, pad,
+       id % 3 AS g3, CASE WHEN id % 11 = 0 THEN NULL ELSE id % 97 END AS n2
+FROM big;
 ANALYZE big_nulls;
 SELECT same_order('SELECT * FROM big ORDER BY k DESC', 'k') AS merge_passes;
 SELECT same_order('SELECT * FROM big_nulls ORDER BY m DESC NULLS LAST, id', 'm, id') AS spilled_keys;
 SELECT same_order('SELECT id, m FROM big_nulls ORDER BY m NULLS FIRST, id LIMIT 30000', 'm, id') AS spilled_bound;
 SELECT same_order('SELECT id, m FROM big_nulls ORDER BY m, id DESC LIMIT 10 OFFSET 150000', 'm, id') AS spilled_offset;
+-- the merges pack narrow leading keys into one word: NULLs in a later key
+-- column, either end, with DESC around them (serial here, parallel in
+-- order_by_parallel)
+SET max_parallel_workers_per_gather = 0;
+SELECT same_order('SELECT id, g3, m FROM big_nulls ORDER BY g3, m, id', 'g3, m, id') AS packed_keys;
+SELECT same_order('SELECT id, g3, m FROM big_nulls ORDER BY g3 DESC, m DESC NULLS LAST, id DESC', 'g3, m, id') AS packed_desc;
+SELECT same_order('SELECT id, g3, n2, m FROM big_nulls ORDER BY g3, n2 NULLS FIRST, m DESC, id', 'g3, n2, m, id') AS packed_nulls;
+SELECT same_order('SELECT id, g3, k FROM big_nulls ORDER BY g3, k, id', 'g3, k, id') AS packed_three;
+-- (a range of 2^60: id is left out of the word, and compared on ties)
+SELECT same_order('SELECT id, g3, (k % 100)::int8 * 10000000000000000 AS kk FROM big_nulls ORDER BY g3, kk, id DESC', 'g3, kk, id') AS packed_prefix;
+RESET max_parallel_workers_per_gather;
 SET gpusort.explain_details = off;
 SET max_parallel_workers_per_gather = 0;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM big ORDER BY k;

@@ -73,6 +73,13 @@ SELECT merged_both_ways('SELECT id % 10 AS g, id FROM par ORDER BY id % 10, id')
 -- theirs at once either, merges them in passes
 SET work_mem = '64kB';
 SELECT merged_both_ways('SELECT * FROM par ORDER BY b, k, id') AS spilled_shares;
+-- the merges pack narrow leading keys into one word: NULLs in a later key
+-- column, either end, with DESC around them
+SELECT q, merged_both_ways(q) FROM (VALUES
+  ('SELECT id % 3 AS g, b, id FROM par ORDER BY id % 3, b, id'),
+  ('SELECT id % 3 AS g, b, id FROM par ORDER BY id % 3 DESC, b DESC NULLS LAST, id DESC'),
+  ('SELECT id % 3 AS g, b, k, id FROM par ORDER BY id % 3, b NULLS FIRST, k DESC, id')
+) v(q);
 RESET work_mem;
 
 -- no parallel worker at all: the leader sorts the only share

@@ -49,7 +49,7 @@ typedef struct ShareFile
 {
 	bool		written;
 	int			nruns;
-	RowStoreRun runs[MAX_SHARE_RUNS];	/* file_number, rows and bytes */
+	RowStoreRun runs[MAX_SHARE_RUNS];	/* file_number, rows, bytes, key ranges */
 } ShareFile;
 
 /* In the Gather's dynamic shared memory, one per GpuSort below it. */
@@ -179,9 +179,10 @@ gpusort_sort_share(GpuSortState *state)
 		if (nruns > MAX_SHARE_RUNS)
 			elog(ERROR, "gpusort: a parallel share has %d sorted runs, more than %d",
 				 nruns, MAX_SHARE_RUNS);
-		SpinLockAcquire(&shared->mutex);
+		/* the runs first; `written`, under the lock, publishes them */
 		memcpy(share->runs, runs, nruns * sizeof(RowStoreRun));
 		share->nruns = nruns;
+		SpinLockAcquire(&shared->mutex);
 		share->written = true;
 		SpinLockRelease(&shared->mutex);
 	}
@@ -197,10 +198,8 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather, const RowStoreSpec 
 {
 	GpuSortState *share_node;
 	ParallelShares *shared;
-	BufFile   **files;
-	int64	   *rows;
-	int64	   *bytes;
-	int			nfiles = 0;
+	RowStoreRun *runs;
+	int			nruns = 0;
 	int			capacity;
 
 	if (!IsA(gather, GatherState) || outerPlanState(gather) == NULL ||
@@ -222,37 +221,30 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather, const RowStoreSpec 
 	shared = share_node->shares;
 	capacity = (shared != NULL ? shared->nshares * MAX_SHARE_RUNS : 0) +
 		share_node->local_nruns + 1;
-	files = palloc(capacity * sizeof(BufFile *));
-	rows = palloc(capacity * sizeof(int64));
-	bytes = palloc(capacity * sizeof(int64));
+	runs = palloc(capacity * sizeof(RowStoreRun));
 	if (shared != NULL && shared->have_fileset)
 	{
 		for (int i = 0; i < shared->nshares; i++)
 		{
-			ShareFile	share;
+			ShareFile  *share = &shared->shares[i];
+			bool		written;
 
 			SpinLockAcquire(&shared->mutex);
-			share = shared->shares[i];
+			written = share->written;
 			SpinLockRelease(&shared->mutex);
-			for (int r = 0; share.written && r < share.nruns; r++)
+			for (int r = 0; written && r < share->nruns; r++)
 			{
 				char		name[MAXPGPATH];
 
-				row_store_share_file_name(name, sizeof(name), i, share.runs[r].file_number);
-				files[nfiles] = BufFileOpenFileSet(&shared->fileset.fs, name, O_RDONLY, false);
-				rows[nfiles] = share.runs[r].rows;
-				bytes[nfiles] = share.runs[r].bytes;
-				nfiles++;
+				row_store_share_file_name(name, sizeof(name), i, share->runs[r].file_number);
+				runs[nruns] = share->runs[r];
+				runs[nruns].file = BufFileOpenFileSet(&shared->fileset.fs, name, O_RDONLY, false);
+				nruns++;
 			}
 		}
 	}
 	for (int r = 0; r < share_node->local_nruns; r++)
-	{
-		files[nfiles] = share_node->local_runs[r].file;
-		rows[nfiles] = share_node->local_runs[r].rows;
-		bytes[nfiles] = share_node->local_runs[r].bytes;
-		nfiles++;
-	}
+		runs[nruns++] = share_node->local_runs[r];
 	share_node->local_nruns = 0;	/* the merge's now */
-	return row_store_begin_merge(spec, nfiles, files, rows, bytes);
+	return row_store_begin_merge(spec, nruns, runs);
 }

@@ -69,6 +69,7 @@ typedef struct SortedRun
 	int			file_number;	/* in spec.share_files; -1: a private file */
 	int64		rows;
 	int64		bytes;
+	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
 } SortedRun;
 
 /* One input of a merge: a run on disk, or the sorted rows in memory. */
@@ -92,10 +93,14 @@ typedef struct MergeInput
 /*
  * An input's current row as the merge's tournament tree compares it, in
  * 128 bits: its rank (NULLs first or last, inputs that are done after all),
- * its first key's encoded word (inverted for DESC), and the input's number.
- * With one key these order the rows exactly, and stably: the input number
- * breaks ties and makes every merge key unique. With more keys, equal rank
- * and word fall back to comparing all keys.
+ * a 64-bit word of its leading keys, and the input's number. The word packs
+ * as many leading key columns as their ranges over the merge's inputs fit
+ * (plan_merge_key()), each relative to its minimum and inverted for DESC;
+ * a NULL in a packed column after the first sets it and the packed columns
+ * after it to the end NULLs sort to. The word orders rows as the keys do
+ * wherever two words differ; equal words of more than one key fall back to
+ * comparing all keys. The input number breaks ties and makes every merge
+ * key unique, so the merge is stable.
  */
 typedef unsigned __int128 MergeKey;
 
@@ -161,6 +166,10 @@ struct RowStore
 	int			ninputs;
 	int			inputs_allocated;
 	MergeKey   *tree;			/* the tournament: see build_tree() */
+	int			packed_columns; /* key columns in a merge key's word */
+	uint64_t	packed_min[GS_MAX_KEY_COLUMNS];
+	uint64_t	packed_range[GS_MAX_KEY_COLUMNS];	/* max - min */
+	int			packed_shift[GS_MAX_KEY_COLUMNS];
 	int			last_input;		/* the input of the row last returned */
 	/* READ_FILE */
 	SortedRun  *final;
@@ -680,6 +689,7 @@ spill_rows(RowStore *store, bool more_rows)
 
 	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
 	run = new_run(store);
+	memcpy(run->columns, store->columns, sizeof(run->columns));
 	add_run(store, run);
 	write_sorted_rows(store, run, nout);
 	store->stats.runs++;
@@ -810,6 +820,59 @@ advance_input(RowStore *store, MergeInput *input)
 	return true;
 }
 
+/* Widens `into` to cover the values and NULLs `column` saw. */
+static void
+cover_column(gs_key_column *into, const gs_key_column *column)
+{
+	into->has_null |= column->has_null;
+	if (column->has_value)
+	{
+		gs_key_column_observe(into, false, column->min_key);
+		gs_key_column_observe(into, false, column->max_key);
+	}
+}
+
+/* Which leading key columns the merge of runs[first .. first + count - 1]
+ * (and the rows in memory when with_memory) packs into a merge key's word,
+ * from their key ranges: see MergeKey. */
+static void
+plan_merge_key(RowStore *store, int first, int count, bool with_memory)
+{
+	gs_key_column ranges[GS_MAX_KEY_COLUMNS];
+	int			widths[GS_MAX_KEY_COLUMNS];
+	int			total = 0;
+	int			position;
+
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		gs_key_column_init(&ranges[k], store->plan->descending[k], store->plan->nulls_first[k]);
+		for (int r = first; r < first + count; r++)
+			cover_column(&ranges[k], &store->runs[r]->columns[k]);
+		if (with_memory)
+			cover_column(&ranges[k], &store->columns[k]);
+	}
+	store->packed_columns = 0;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		uint64_t	range = ranges[k].has_value ? ranges[k].max_key - ranges[k].min_key : 0;
+		int			width = range == 0 ? 0 : 64 - __builtin_clzll(range);
+
+		if (k > 0 && total + width > 64)
+			break;
+		store->packed_min[k] = ranges[k].has_value ? ranges[k].min_key : 0;
+		store->packed_range[k] = range;
+		widths[k] = width;
+		total += width;
+		store->packed_columns++;
+	}
+	position = total;
+	for (int k = 0; k < store->packed_columns; k++)
+	{
+		position -= widths[k];
+		store->packed_shift[k] = position;
+	}
+}
+
 /* Input i's current row as a merge key (see MergeKey). */
 static inline MergeKey
 merge_key(RowStore *store, int i)
@@ -823,7 +886,31 @@ merge_key(RowStore *store, int i)
 	else if (input->nulls[0])
 		rank = store->plan->nulls_first[0] ? MERGE_RANK_NULL_FIRST : MERGE_RANK_NULL_LAST;
 	else
-		word = store->plan->descending[0] ? ~input->keys[0] : input->keys[0];
+	{
+		for (int k = 0; k < store->packed_columns; k++)
+		{
+			int			shift = store->packed_shift[k];
+			uint64_t	value;
+
+			if (input->nulls[k])
+			{
+				/* NULLs last: this column and those after it at their end */
+				if (!store->plan->nulls_first[k])
+				{
+					int			end = shift + (64 - (store->packed_range[k] == 0 ? 64 :
+													 __builtin_clzll(store->packed_range[k])));
+
+					word |= end >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << end) - 1);
+				}
+				break;
+			}
+			value = input->keys[k] - store->packed_min[k];
+			if (store->plan->descending[k])
+				value = store->packed_range[k] - value;
+			if (shift < 64)		/* (64: a column of one value, 0 bits) */
+				word |= value << shift;
+		}
+	}
 	return ((MergeKey) rank << MERGE_RANK_SHIFT) | ((MergeKey) word << MERGE_INPUT_BITS) |
 		(MergeKey) i;
 }
@@ -967,6 +1054,7 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 	}
 	store->ninputs = ninputs;
 	store->last_input = -1;
+	plan_merge_key(store, first, count, with_memory);
 	for (int i = 0; i < ninputs; i++)
 	{
 		MergeInput *input = &store->inputs[i];
@@ -1037,6 +1125,15 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 	start_merge(store, first, count, with_memory, merge_memory(store));
 	if (merged == NULL)
 		merged = new_run(store);
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		gs_key_column_init(&merged->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+		for (int r = first; r < first + count; r++)
+			cover_column(&merged->columns[k], &store->runs[r]->columns[k]);
+		if (with_memory)
+			cover_column(&merged->columns[k], &store->columns[k]);
+	}
 	while ((limit == 0 || written < limit) && (input = next_merged(store)) != NULL)
 	{
 		if ((written & 0x3fff) == 0)
@@ -1294,6 +1391,7 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 		runs[r].file_number = run->file_number;
 		runs[r].rows = run->rows;
 		runs[r].bytes = run->bytes;
+		memcpy(runs[r].columns, run->columns, sizeof(runs[r].columns));
 		runs[r].file = run->file;
 		if (run->file_number >= 0)
 		{
@@ -1312,30 +1410,30 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 }
 
 RowStore *
-row_store_begin_merge(const RowStoreSpec *spec, int nfiles, BufFile **files,
-					  const int64 *rows, const int64 *bytes)
+row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *runs)
 {
 	RowStore   *store;
 	RowStoreSpec merge_spec = *spec;
 
 	merge_spec.expected_rows = 0;
 	store = row_store_begin(&merge_spec);
-	for (int i = 0; i < nfiles; i++)
+	for (int i = 0; i < nruns; i++)
 	{
 		MemoryContext old_context = MemoryContextSwitchTo(store->context);
 		SortedRun  *run = palloc0(sizeof(SortedRun));
 
 		MemoryContextSwitchTo(old_context);
-		run->file = files[i];
+		run->file = runs[i].file;
 		run->file_number = -1;	/* closed, never deleted, here */
-		run->rows = rows[i];
-		run->bytes = bytes[i];
+		run->rows = runs[i].rows;
+		run->bytes = runs[i].bytes;
+		memcpy(run->columns, runs[i].columns, sizeof(run->columns));
 		add_run(store, run);
-		store->disk_bytes += bytes[i];
-		store->stats.rows_read += rows[i];
+		store->disk_bytes += runs[i].bytes;
+		store->stats.rows_read += runs[i].rows;
 	}
 	store->stats.disk_bytes = store->disk_bytes;
-	store->stats.runs = nfiles;
+	store->stats.runs = nruns;
 	store->stats.external = true;
 	return store;
 }

@@ -81,13 +81,14 @@ typedef struct RowStoreRun
 	int			file_number;	/* the shared file's number, or -1 */
 	int64		rows;
 	int64		bytes;
+	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
 } RowStoreRun;
 
 extern void row_store_share_file_name(char *name, size_t size, int share, int file_number);
 extern int	row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs);
 extern int	row_store_merge_order(Size work_mem_bytes);
-extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nfiles, BufFile **files,
-									   const int64 *rows, const int64 *bytes);
+extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nruns,
+									   const RowStoreRun *runs);
 /* The next row in `forward` direction into `slot` (a minimal tuple slot),
  * valid until the next call; false, with the slot cleared, past either end. */
 extern bool row_store_get(RowStore *store, bool forward, TupleTableSlot *slot);
