@@ -19,6 +19,7 @@
 #   ROWS=10000000  WORK_MEMS="4MB 64MB 1GB 4GB"  WORKERS="0 2 8"  REPEAT=3
 #   SHAPES="order_by_k order_by_k_limit1000"   (names from the list below)
 #   REUSE_TABLE=1: keep a t (and dim) of ROWS rows left by an earlier run
+#   MODES="on": time only GpuSort (to compare two builds in one run)
 set -uo pipefail
 out=${1:?usage: bench/sql_matrix.sh OUTDIR}
 rows=${ROWS:-10000000}
@@ -81,7 +82,7 @@ for wm in $work_mems; do
     floors=floor
     case " $shapes " in *" join_order_by_k "*) floors="floor floor_join" ;; esac
     for shape in $floors $shapes; do
-      modes="off on"
+      modes=${MODES:-off on}
       case "$shape" in floor*) modes="off" ;; esac
       for mode in $modes; do
         query=${shape_sql[$shape]}
