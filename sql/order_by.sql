@@ -239,6 +239,35 @@ SET max_parallel_workers_per_gather = 0;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM big ORDER BY k;
 RESET max_parallel_workers_per_gather;
 RESET gpusort.explain_details;
+-- memory keeps to work_mem (above the 256 kB a run may always take): the
+-- rows, their arrays and order while gathering, the rows left in memory and
+-- every run's reading while merging; 64 kB of slack for the allocator's
+-- blocks and the run's write buffer
+CREATE FUNCTION sort_memory(query text, mem text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; runs int; kb int; limit_kb int;
+BEGIN
+  PERFORM set_config('work_mem', mem, true);
+  PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+  PERFORM set_config('gpusort.explain_details', 'on', true);
+  limit_kb := pg_size_bytes(mem) / 1024;
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    IF line ~ 'Sorted Runs: ' THEN runs := substring(line from 'Sorted Runs: (\d+)')::int; END IF;
+    IF line ~ '^ *Memory: ' THEN kb := substring(line from 'Memory: (\d+) kB')::int; END IF;
+  END LOOP;
+  RETURN CASE WHEN runs IS NULL OR runs < 2 THEN 'not spilled'
+              WHEN kb IS NULL THEN 'no Memory line'
+              WHEN kb > limit_kb + 64 THEN format('%s kB, over %s', kb, mem)
+              ELSE 'within work_mem' END;
+END $$;
+BEGIN;
+SELECT q, m, sort_memory(q, m) FROM (VALUES
+  ('SELECT * FROM big ORDER BY k', '1MB'),
+  ('SELECT * FROM big ORDER BY k', '4MB'),
+  ('SELECT * FROM big_nulls ORDER BY g3, m, id', '1MB'),
+  ('SELECT * FROM big_nulls ORDER BY g3, n2, m DESC, k, id', '4MB'),
+  ('SELECT * FROM big ORDER BY k DESC LIMIT 60000', '1MB')
+) v(q, m);
+COMMIT;
 -- rescans read the merged runs again; new parameters sort anew
 SET enable_mergejoin = off;
 SET enable_hashjoin = off;

@@ -193,6 +193,13 @@ count_memory(RowStore *store)
 	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used);
 }
 
+/* The memory the rows will take once sorted: sort_rows() adds their order. */
+static inline Size
+memory_to_sort(const RowStore *store)
+{
+	return store->memory_used + store->ntuples * sizeof(uint32_t);
+}
+
 /* Arrays for `capacity` rows in a new rows_context (the old one, if any, is
  * left to the caller). */
 static void
@@ -220,10 +227,28 @@ allocate_rows(RowStore *store, size_t capacity)
 	count_memory(store);
 }
 
-static void
+/*
+ * Room for more rows in memory: twice as many, or where that would pass
+ * work_mem, as many more as the rows so far say still fit (each row costs
+ * its array slots now and its tuple when it comes). False, with nothing
+ * changed, when no more fit and the run may close (see run_is_full()).
+ */
+static bool
 grow_rows(RowStore *store)
 {
 	size_t		capacity = store->capacity * 2;
+
+	if (store->ntuples >= MIN_RUN_ROWS || store->memory_used >= MIN_RUN_BYTES)
+	{
+		Size		limit = store->spec.work_mem_bytes;
+		Size		used = memory_to_sort(store);
+		Size		room = limit > used ? limit - used : 0;
+		Size		row_bytes = Max(used / Max(store->ntuples, 1), 1);
+
+		capacity = Min(capacity, store->capacity + room / row_bytes);
+		if (capacity <= store->capacity)
+			return false;
+	}
 
 	store->tuples = repalloc_huge(store->tuples, capacity * sizeof(MinimalTuple));
 	for (int k = 0; k < store->nkeys; k++)
@@ -234,6 +259,7 @@ grow_rows(RowStore *store)
 	}
 	store->capacity = capacity;
 	count_memory(store);
+	return true;
 }
 
 /* A copy of a minimal tuple in the arena. */
@@ -245,10 +271,13 @@ arena_copy(RowStore *store, const char *data, uint32 length)
 
 	if (aligned > store->arena_left)
 	{
-		Size		chunk = Max(Min(store->spec.work_mem_bytes / 16, ARENA_CHUNK_MAX),
-								ARENA_CHUNK_MIN);
+		Size		limit = store->spec.work_mem_bytes;
+		Size		used = memory_to_sort(store);
+		Size		chunk = Min(limit / 16, ARENA_CHUNK_MAX);
 
-		chunk = Max(chunk, aligned);
+		/* near work_mem, no more than is left of it */
+		chunk = Min(chunk, limit > used ? limit - used : 0);
+		chunk = Max(Max(chunk, ARENA_CHUNK_MIN), aligned);
 		store->arena_next = MemoryContextAllocHuge(store->rows_context, chunk);
 		store->arena_left = chunk;
 		count_memory(store);
@@ -1010,11 +1039,13 @@ count_merge_memory(RowStore *store)
 }
 
 /* The memory a merge may read its runs with: work_mem beside the rows in
- * memory (which prepare_final_merge() keeps to at most half of it). */
+ * memory (which prepare_final_merge() keeps only where every run's file
+ * buffer and a whole chunk fit beside them). */
 static Size
 merge_memory(RowStore *store)
 {
-	return store->spec.work_mem_bytes - Min(store->memory_used, store->spec.work_mem_bytes / 2);
+	return store->spec.work_mem_bytes > store->memory_used ?
+		store->spec.work_mem_bytes - store->memory_used : 0;
 }
 
 /* Starts merging runs[first .. first + count - 1], and the rows in memory
@@ -1159,7 +1190,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 static bool
 run_is_full(const RowStore *store)
 {
-	return store->memory_used > store->spec.work_mem_bytes &&
+	return memory_to_sort(store) > store->spec.work_mem_bytes &&
 		(store->ntuples >= MIN_RUN_ROWS || store->memory_used >= MIN_RUN_BYTES);
 }
 
@@ -1210,8 +1241,14 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
 		return;
 
-	if (store->ntuples == store->capacity)
-		grow_rows(store);
+	if (store->ntuples == store->capacity && !grow_rows(store))
+	{
+		/* full: the run closes before this row */
+		if (bounded && store->ntuples > (size_t) store->spec.bound)
+			prune_rows(store);
+		if (store->ntuples == store->capacity)
+			spill_rows(store, true);
+	}
 	i = store->ntuples++;
 	for (int k = 0; k < store->nkeys; k++)
 	{
@@ -1286,9 +1323,10 @@ prepare_final_merge(RowStore *store)
 		total += (size_t) store->runs[r]->rows;
 	store->stats.rows_sorted = total;
 
-	/* the last rows stay in memory only if the runs' buffers fit beside */
+	/* the last rows stay in memory only if the runs can be read at full
+	 * speed beside them: writing them is cheaper than small chunks */
 	if (store->ntuples > 0 &&
-		store->memory_used + store->nruns * RUN_READ_BYTES > store->spec.work_mem_bytes)
+		memory_to_sort(store) + store->nruns * (BLCKSZ + MAX_READ_CHUNK) > store->spec.work_mem_bytes)
 		spill_rows(store, false);
 	else if (store->ntuples > 0)
 		sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
