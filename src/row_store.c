@@ -166,10 +166,13 @@ struct RowStore
 	int			ninputs;
 	int			inputs_allocated;
 	MergeKey   *tree;			/* the tournament: see build_tree() */
+	gs_key_column merge_ranges[GS_MAX_KEY_COLUMNS]; /* over the merge's inputs */
 	int			packed_columns; /* key columns in a merge key's word */
 	uint64_t	packed_min[GS_MAX_KEY_COLUMNS];
 	uint64_t	packed_range[GS_MAX_KEY_COLUMNS];	/* max - min */
-	int			packed_shift[GS_MAX_KEY_COLUMNS];
+	int			packed_shift[GS_MAX_KEY_COLUMNS];	/* 64: no bits (one value) */
+	uint64_t	packed_null_last[GS_MAX_KEY_COLUMNS];	/* the word's bits from
+														 * this column down */
 	int			last_input;		/* the input of the row last returned */
 	/* READ_FILE */
 	SortedRun  *final;
@@ -861,13 +864,13 @@ cover_column(gs_key_column *into, const gs_key_column *column)
 	}
 }
 
-/* Which leading key columns the merge of runs[first .. first + count - 1]
- * (and the rows in memory when with_memory) packs into a merge key's word,
- * from their key ranges: see MergeKey. */
+/* The key ranges of the merge of runs[first .. first + count - 1] (and the
+ * rows in memory when with_memory) into store->merge_ranges, and which
+ * leading key columns a merge key's word packs: see MergeKey. */
 static void
 plan_merge_key(RowStore *store, int first, int count, bool with_memory)
 {
-	gs_key_column ranges[GS_MAX_KEY_COLUMNS];
+	gs_key_column *ranges = store->merge_ranges;
 	int			widths[GS_MAX_KEY_COLUMNS];
 	int			total = 0;
 	int			position;
@@ -897,8 +900,11 @@ plan_merge_key(RowStore *store, int first, int count, bool with_memory)
 	position = total;
 	for (int k = 0; k < store->packed_columns; k++)
 	{
+		int			end = position;
+
 		position -= widths[k];
-		store->packed_shift[k] = position;
+		store->packed_shift[k] = widths[k] == 0 ? 64 : position;
+		store->packed_null_last[k] = end >= 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << end) - 1;
 	}
 }
 
@@ -925,18 +931,13 @@ merge_key(RowStore *store, int i)
 			{
 				/* NULLs last: this column and those after it at their end */
 				if (!store->plan->nulls_first[k])
-				{
-					int			end = shift + (64 - (store->packed_range[k] == 0 ? 64 :
-													 __builtin_clzll(store->packed_range[k])));
-
-					word |= end >= 64 ? ~(uint64_t) 0 : (((uint64_t) 1 << end) - 1);
-				}
+					word |= store->packed_null_last[k];
 				break;
 			}
 			value = input->keys[k] - store->packed_min[k];
 			if (store->plan->descending[k])
 				value = store->packed_range[k] - value;
-			if (shift < 64)		/* (64: a column of one value, 0 bits) */
+			if (shift < 64)
 				word |= value << shift;
 		}
 	}
@@ -1156,15 +1157,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 	start_merge(store, first, count, with_memory, merge_memory(store));
 	if (merged == NULL)
 		merged = new_run(store);
-	for (int k = 0; k < store->nkeys; k++)
-	{
-		gs_key_column_init(&merged->columns[k], store->plan->descending[k],
-						   store->plan->nulls_first[k]);
-		for (int r = first; r < first + count; r++)
-			cover_column(&merged->columns[k], &store->runs[r]->columns[k]);
-		if (with_memory)
-			cover_column(&merged->columns[k], &store->columns[k]);
-	}
+	memcpy(merged->columns, store->merge_ranges, sizeof(merged->columns));
 	while ((limit == 0 || written < limit) && (input = next_merged(store)) != NULL)
 	{
 		if ((written & 0x3fff) == 0)
