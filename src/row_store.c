@@ -25,6 +25,8 @@
  */
 #include "gpusort.h"
 
+#include <sys/mman.h>
+
 #include "miscadmin.h"
 #include "commands/tablespace.h"
 #include "portability/instr_time.h"
@@ -37,6 +39,8 @@
 #define MIN_PRUNE_ROWS 65536
 /* How many rows ahead reading from memory prefetches tuples. */
 #define PREFETCH_DISTANCE 16
+/* Transparent huge pages: the size of one (x86-64, arm64 with 4 kB pages). */
+#define HUGE_PAGE_SIZE ((Size) 2 * 1024 * 1024)
 /* Arena chunks: small against work_mem, so little of it goes unused. */
 #define ARENA_CHUNK_MIN ((Size) 8 * 1024)
 #define ARENA_CHUNK_MAX ((Size) 8 * 1024 * 1024)
@@ -189,11 +193,60 @@ struct RowStore
 
 /* ---- memory ---- */
 
+/*
+ * Fetches a tuple scattered in memory ahead of its use: its first two cache
+ * lines, as a row of a few columns and a short text spans two (a tuple is
+ * read whole, to copy it or to deform it).
+ */
+static inline void
+prefetch_tuple(const void *tuple)
+{
+	__builtin_prefetch(tuple);
+	__builtin_prefetch((const char *) tuple + 64);
+}
+
 static void
 count_memory(RowStore *store)
 {
 	store->memory_used = MemoryContextMemAllocated(store->rows_context, true);
 	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used);
+}
+
+/*
+ * Memory for the rows, which the sort's order then visits at random: with
+ * 4 kB pages nearly every visit misses the TLB once the rows outgrow a few
+ * MB. Where the kernel lends transparent huge pages on request (the usual
+ * "madvise" setting), the parts of a large allocation not yet touched get
+ * 2 MB pages. The advice is only that; an allocation too small, or a
+ * kernel that declines, keeps 4 kB pages.
+ */
+static void
+advise_huge_pages(void *memory, Size size)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	start = TYPEALIGN(HUGE_PAGE_SIZE, (uintptr_t) memory);
+	uintptr_t	end = TYPEALIGN_DOWN(HUGE_PAGE_SIZE, (uintptr_t) memory + size);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+static void *
+allocate_row_memory(RowStore *store, Size size)
+{
+	void	   *memory = MemoryContextAllocHuge(store->rows_context, size);
+
+	advise_huge_pages(memory, size);
+	return memory;
+}
+
+static void *
+grow_row_memory(void *memory, Size size)
+{
+	memory = repalloc_huge(memory, size);
+	advise_huge_pages(memory, size);
+	return memory;
 }
 
 /* The memory the rows will take once sorted: sort_rows() adds their order. */
@@ -210,13 +263,11 @@ allocate_rows(RowStore *store, size_t capacity)
 {
 	store->rows_context = AllocSetContextCreate(store->context, "GpuSort rows",
 												ALLOCSET_DEFAULT_SIZES);
-	store->tuples = MemoryContextAllocHuge(store->rows_context,
-										   capacity * sizeof(MinimalTuple));
+	store->tuples = allocate_row_memory(store, capacity * sizeof(MinimalTuple));
 	for (int k = 0; k < store->nkeys; k++)
 	{
-		store->column_keys[k] = MemoryContextAllocHuge(store->rows_context,
-													   capacity * sizeof(uint64_t));
-		store->column_nulls[k] = MemoryContextAllocHuge(store->rows_context, capacity);
+		store->column_keys[k] = allocate_row_memory(store, capacity * sizeof(uint64_t));
+		store->column_nulls[k] = allocate_row_memory(store, capacity);
 	}
 	store->capacity = capacity;
 	store->ntuples = 0;
@@ -253,12 +304,12 @@ grow_rows(RowStore *store)
 			return false;
 	}
 
-	store->tuples = repalloc_huge(store->tuples, capacity * sizeof(MinimalTuple));
+	store->tuples = grow_row_memory(store->tuples, capacity * sizeof(MinimalTuple));
 	for (int k = 0; k < store->nkeys; k++)
 	{
-		store->column_keys[k] = repalloc_huge(store->column_keys[k],
-											  capacity * sizeof(uint64_t));
-		store->column_nulls[k] = repalloc_huge(store->column_nulls[k], capacity);
+		store->column_keys[k] = grow_row_memory(store->column_keys[k],
+												capacity * sizeof(uint64_t));
+		store->column_nulls[k] = grow_row_memory(store->column_nulls[k], capacity);
 	}
 	store->capacity = capacity;
 	count_memory(store);
@@ -281,7 +332,7 @@ arena_copy(RowStore *store, const char *data, uint32 length)
 		/* near work_mem, no more than is left of it */
 		chunk = Min(chunk, limit > used ? limit - used : 0);
 		chunk = Max(Max(chunk, ARENA_CHUNK_MIN), aligned);
-		store->arena_next = MemoryContextAllocHuge(store->rows_context, chunk);
+		store->arena_next = allocate_row_memory(store, chunk);
 		store->arena_left = chunk;
 		count_memory(store);
 	}
@@ -687,7 +738,7 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 			}
 		}
 		if (i + PREFETCH_DISTANCE < nout)
-			__builtin_prefetch(store->tuples[store->order[i + PREFETCH_DISTANCE]]);
+			prefetch_tuple(store->tuples[store->order[i + PREFETCH_DISTANCE]]);
 
 		for (int k = 0; k < store->nkeys; k++)
 		{
@@ -1510,7 +1561,7 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 				store->position++;
 				/* the tuples lie scattered in memory: fetch a few ahead */
 				if (store->position + PREFETCH_DISTANCE < n)
-					__builtin_prefetch(store->sorted[store->position + PREFETCH_DISTANCE]);
+					prefetch_tuple(store->sorted[store->position + PREFETCH_DISTANCE]);
 				ExecStoreMinimalTuple(store->sorted[store->position], slot, false);
 				return true;
 			}
