@@ -58,8 +58,20 @@
  * not make thousands of runs. */
 #define MIN_RUN_ROWS 1024
 #define MIN_RUN_BYTES ((Size) 256 * 1024)
+/* A parallel share's runs note a record's keys and offset every so many
+ * bytes (work_mem / 512, within these), so that a partitioned merge finds
+ * where a key range starts in a run by reading a little of it. */
+#define MIN_SAMPLE_BYTES ((Size) 8 * 1024)
+#define MAX_SAMPLE_BYTES ((Size) 64 * 1024)
 /* Fewest runs one merge pass takes, however small work_mem is. */
 #define MIN_MERGE_ORDER 6
+
+/* A record of a run: its keys, and where it starts. */
+typedef struct RunSample
+{
+	int64		offset;
+	RowStoreKey key;
+} RunSample;
 
 /*
  * A run's rows on disk, one record each:
@@ -74,6 +86,11 @@ typedef struct SortedRun
 	int64		rows;
 	int64		bytes;
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
+	/* a parallel share's runs: some records' keys and offsets, in order */
+	RunSample  *samples;
+	int			nsamples;
+	int			samples_allocated;
+	int64		next_sample;	/* the first offset the next sample may have */
 } SortedRun;
 
 /* One input of a merge: a run on disk, or the sorted rows in memory. */
@@ -85,6 +102,8 @@ typedef struct MergeInput
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 	MinimalTuple tuple;
 	bool		done;			/* no rows left */
+	const RowStoreKey *stop;	/* a partition's end: rows from here on are
+								 * not its own (NULL: the run's end) */
 	/* a run's records, read ahead a chunk at a time and parsed in place */
 	char	   *chunk;
 	Size		chunk_size;
@@ -121,7 +140,8 @@ typedef enum ReadMode
 {
 	READ_MEMORY,				/* the sorted rows in memory */
 	READ_MERGE,					/* merging runs as rows are read (forward) */
-	READ_FILE					/* one merged file, read either way */
+	READ_FILE,					/* one merged file, read either way */
+	READ_PARTITIONS				/* a partitioned merge's key ranges in turn */
 } ReadMode;
 
 struct RowStore
@@ -186,6 +206,18 @@ struct RowStore
 	uint32		marked_length;
 	char	   *buffer;
 	Size		buffer_size;
+
+	/* READ_PARTITIONS: the merge cut by key ranges (see row_store.h) */
+	bool		sample_runs;	/* runs note samples as they are written */
+	int			npartitions;
+	RowStoreKey splitters[ROW_STORE_MAX_PARTITIONS - 1];
+	int			partition;		/* the one being read */
+	bool		partition_open;
+	bool		partition_here; /* merged here; else read from its file */
+	RowStorePartitionSource partition_source;
+	void	   *partition_source_arg;
+	SortedRun	partition_file;
+	MergeInput	partition_input;
 
 	RowStoreStats stats;
 	bool		have_report;	/* stats.report holds a sort's */
@@ -553,6 +585,28 @@ flush_records(RowStore *store, SortedRun *run)
 	store->write_buffered = 0;
 }
 
+/* Notes the keys of the record about to start at the run's end. */
+static void
+note_sample(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *nulls)
+{
+	RunSample  *sample;
+
+	if (run->nsamples == run->samples_allocated)
+	{
+		run->samples_allocated = Max(64, run->samples_allocated * 2);
+		run->samples = run->samples == NULL ?
+			MemoryContextAlloc(store->context, run->samples_allocated * sizeof(RunSample)) :
+			repalloc(run->samples, run->samples_allocated * sizeof(RunSample));
+	}
+	sample = &run->samples[run->nsamples++];
+	memset(sample, 0, sizeof(*sample));
+	sample->offset = run->bytes;
+	memcpy(sample->key.keys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(sample->key.nulls, nulls, store->nkeys);
+	run->next_sample = run->bytes +
+		Max(MIN_SAMPLE_BYTES, Min(MAX_SAMPLE_BYTES, store->spec.work_mem_bytes / 512));
+}
+
 /*
  * Appends one record to `run`, through the store's write buffer: records
  * of one run follow each other until flush_records(), which must come
@@ -565,6 +619,9 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 	uint32		length = tuple->t_len;
 	Size		size = record_size(store, length);
 	char	   *record;
+
+	if (store->sample_runs && run->bytes >= run->next_sample)
+		note_sample(store, run, keys, nulls);
 
 	if (store->write_buffer == NULL)
 		store->write_buffer = MemoryContextAlloc(store->context, RUN_WRITE_BUFFER);
@@ -699,6 +756,8 @@ drop_run(RowStore *store, SortedRun *run)
 		BufFileDeleteFileSet(store->spec.share_files, name, false);
 	}
 	store->disk_bytes -= run->bytes;
+	if (run->samples != NULL)
+		pfree(run->samples);
 	pfree(run);
 }
 
@@ -859,6 +918,9 @@ read_chunk_record(RowStore *store, MergeInput *input)
 	record = input->chunk + input->chunk_pos;
 	memcpy(input->keys, record + sizeof(length), store->nkeys * sizeof(uint64_t));
 	memcpy(input->nulls, record + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
+	if (input->stop != NULL &&
+		compare_keys(store, input->keys, input->nulls, input->stop->keys, input->stop->nulls) >= 0)
+		return false;			/* the next partition's */
 	tuple = record + header_size;
 	memcpy(&trailer, tuple + length, sizeof(trailer));
 	if (trailer != length)
@@ -1100,11 +1162,34 @@ merge_memory(RowStore *store)
 		store->spec.work_mem_bytes - store->memory_used : 0;
 }
 
+/* The offset of the last sample of `run` before `key`: the records from
+ * `key` on start at or after it. */
+static int64
+offset_before(RowStore *store, const SortedRun *run, const RowStoreKey *key)
+{
+	int			low = 0,
+				high = run->nsamples;	/* samples[low .. high - 1] unknown */
+
+	while (low < high)
+	{
+		int			middle = (low + high) / 2;
+		const RowStoreKey *sample = &run->samples[middle].key;
+
+		if (compare_keys(store, sample->keys, sample->nulls, key->keys, key->nulls) < 0)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return low == 0 ? 0 : run->samples[low - 1].offset;
+}
+
 /* Starts merging runs[first .. first + count - 1], and the rows in memory
- * when with_memory, from their beginnings, reading ahead within `memory`
- * bytes. */
+ * when with_memory, reading ahead within `memory` bytes: from their
+ * beginnings, or only the rows from `from` (inclusive) to `to`
+ * (exclusive), each NULL for no limit (runs only: see offset_before()). */
 static void
-start_merge(RowStore *store, int first, int count, bool with_memory, Size memory)
+start_merge(RowStore *store, int first, int count, bool with_memory, Size memory,
+			const RowStoreKey *from, const RowStoreKey *to)
 {
 	int			ninputs = count + (with_memory ? 1 : 0);
 	Size		chunk_size = count > 0 ? memory / count : 0;
@@ -1144,9 +1229,10 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 
 		input->run = i < count ? store->runs[first + i] : NULL;
 		input->next = 0;
+		input->stop = input->run != NULL ? to : NULL;
 		if (input->run != NULL)
 		{
-			seek_file(input->run->file, 0);
+			seek_file(input->run->file, from != NULL ? offset_before(store, input->run, from) : 0);
 			if (input->chunk != NULL && input->chunk_size != chunk_size)
 			{
 				pfree(input->chunk);
@@ -1161,6 +1247,9 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 			input->chunk_pos = 0;
 		}
 		input->done = !advance_input(store, input);
+		while (from != NULL && input->run != NULL && !input->done &&
+			   compare_keys(store, input->keys, input->nulls, from->keys, from->nulls) < 0)
+			input->done = !advance_input(store, input);
 	}
 	if (ninputs > 0)
 		store->tree[0] = build_tree(store, 1);
@@ -1205,7 +1294,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 				duration;
 
 	INSTR_TIME_SET_CURRENT(start);
-	start_merge(store, first, count, with_memory, merge_memory(store));
+	start_merge(store, first, count, with_memory, merge_memory(store), NULL, NULL);
 	if (merged == NULL)
 		merged = new_run(store);
 	memcpy(merged->columns, store->merge_ranges, sizeof(merged->columns));
@@ -1251,6 +1340,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->nkeys = spec->plan->nkeys;
 	store->context = context;
 	store->position = -1;
+	store->sample_runs = spec->share_files != NULL;
 	store->stats.approximate = spec->approximate;
 	/* start near the planner's estimate, within work_mem */
 	while (capacity < spec->expected_rows &&
@@ -1387,6 +1477,9 @@ row_store_sort(RowStore *store)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
 
+	if (store->mode == READ_PARTITIONS)
+		return;					/* row_store_read_partitions() set it up */
+
 	if (store->nruns == 0)
 	{
 		bool		approximate = store->spec.approximate;
@@ -1429,7 +1522,7 @@ row_store_sort(RowStore *store)
 	}
 	else
 	{
-		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store));
+		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), NULL, NULL);
 		store->mode = READ_MERGE;
 	}
 	store->stats.rows_out = store->noutputs;
@@ -1439,6 +1532,246 @@ int
 row_store_merge_order(Size work_mem_bytes)
 {
 	return Max(MIN_MERGE_ORDER, (int) Min((Size) INT_MAX / 2, work_mem_bytes / RUN_READ_BYTES));
+}
+
+void
+row_store_share_samples_name(char *name, size_t size, int share)
+{
+	snprintf(name, size, "gpusort-share-%d-samples", share);
+}
+
+/* A share's runs' samples into its samples file: per run, their count and
+ * each one's offset, keys and NULL flags. */
+static void
+write_samples(RowStore *store)
+{
+	char		name[MAXPGPATH];
+	BufFile    *file;
+
+	row_store_share_samples_name(name, sizeof(name), store->spec.share);
+	file = BufFileCreateFileSet(store->spec.share_files, name);
+	for (int r = 0; r < store->nruns; r++)
+	{
+		SortedRun  *run = store->runs[r];
+		int32		count = run->nsamples;
+
+		write_bytes(file, &count, sizeof(count));
+		for (int i = 0; i < count; i++)
+		{
+			write_bytes(file, &run->samples[i].offset, sizeof(int64));
+			write_bytes(file, run->samples[i].key.keys, store->nkeys * sizeof(uint64_t));
+			write_bytes(file, run->samples[i].key.nulls, store->nkeys);
+		}
+	}
+	BufFileClose(file);
+}
+
+void
+row_store_read_samples(RowStore *store, BufFile *file, int first_run, int nruns)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+
+	for (int r = first_run; r < first_run + nruns; r++)
+	{
+		SortedRun  *run = store->runs[r];
+		int32		count;
+
+		read_bytes(file, &count, sizeof(count), false);
+		if (count < 0 || (Size) count > MaxAllocSize / sizeof(RunSample))
+			elog(ERROR, "gpusort: a file of sorted runs' samples is corrupt");
+		run->samples = palloc0(Max(count, 1) * sizeof(RunSample));
+		run->nsamples = run->samples_allocated = count;
+		for (int i = 0; i < count; i++)
+		{
+			read_bytes(file, &run->samples[i].offset, sizeof(int64), false);
+			read_bytes(file, run->samples[i].key.keys, store->nkeys * sizeof(uint64_t), false);
+			read_bytes(file, run->samples[i].key.nulls, store->nkeys, false);
+		}
+	}
+	MemoryContextSwitchTo(old_context);
+}
+
+/* A run's sample and the bytes up to the next one (for the splitters) */
+typedef struct WeightedSample
+{
+	const RowStoreKey *key;
+	int64		bytes;
+} WeightedSample;
+
+static int
+compare_weighted_samples(const void *a, const void *b, void *arg)
+{
+	const RowStoreKey *x = ((const WeightedSample *) a)->key;
+	const RowStoreKey *y = ((const WeightedSample *) b)->key;
+
+	return compare_keys((const RowStore *) arg, x->keys, x->nulls, y->keys, y->nulls);
+}
+
+/*
+ * Up to partitions - 1 splitters that cut the runs' bytes into ranges of
+ * about equal size, from the samples (each standing for the bytes up to
+ * the next); returns the number of ranges, fewer where keys repeat.
+ */
+int
+row_store_choose_splitters(RowStore *store, int partitions, RowStoreKey *splitters)
+{
+	WeightedSample *samples;
+	int64		total = 0,
+				seen = 0;
+	int			count = 0,
+				chosen = 0;
+
+	partitions = Max(1, Min(partitions, ROW_STORE_MAX_PARTITIONS));
+	for (int r = 0; r < store->nruns; r++)
+		count += store->runs[r]->nsamples;
+	samples = palloc(Max(count, 1) * sizeof(WeightedSample));
+	count = 0;
+	for (int r = 0; r < store->nruns; r++)
+	{
+		SortedRun  *run = store->runs[r];
+
+		for (int i = 0; i < run->nsamples; i++)
+		{
+			int64		end = i + 1 < run->nsamples ? run->samples[i + 1].offset : run->bytes;
+
+			samples[count].key = &run->samples[i].key;
+			samples[count].bytes = end - run->samples[i].offset;
+			total += samples[count].bytes;
+			count++;
+		}
+	}
+	qsort_arg(samples, count, sizeof(WeightedSample), compare_weighted_samples, store);
+	for (int i = 0; i < count && chosen < partitions - 1; i++)
+	{
+		/* the next range starts at the first sample past its share */
+		const RowStoreKey *key = samples[i].key;
+
+		if (seen >= total / partitions * (chosen + 1) &&
+			(chosen == 0 || compare_keys(store, key->keys, key->nulls, splitters[chosen - 1].keys,
+										 splitters[chosen - 1].nulls) > 0))
+			splitters[chosen++] = *key;
+		seen += samples[i].bytes;
+	}
+	pfree(samples);
+	return chosen + 1;
+}
+
+int64
+row_store_total_bytes(const RowStore *store)
+{
+	int64		bytes = 0;
+
+	for (int r = 0; r < store->nruns; r++)
+		bytes += store->runs[r]->bytes;
+	return bytes;
+}
+
+void
+row_store_set_partitions(RowStore *store, int npartitions, const RowStoreKey *splitters)
+{
+	store->npartitions = npartitions;
+	memcpy(store->splitters, splitters, (npartitions - 1) * sizeof(RowStoreKey));
+	store->stats.partitions = npartitions;
+}
+
+/* Where partition p's rows start and end: splitters, NULL for no limit. */
+static const RowStoreKey *
+partition_from(RowStore *store, int p)
+{
+	return p > 0 ? &store->splitters[p - 1] : NULL;
+}
+
+static const RowStoreKey *
+partition_to(RowStore *store, int p)
+{
+	return p < store->npartitions - 1 ? &store->splitters[p] : NULL;
+}
+
+int64
+row_store_write_partition(RowStore *store, int partition, BufFile *file)
+{
+	SortedRun	out;
+	MergeInput *input;
+	int64		written = 0;
+
+	memset(&out, 0, sizeof(out));
+	out.file = file;
+	out.file_number = -1;
+	start_merge(store, 0, store->nruns, false, merge_memory(store),
+				partition_from(store, partition), partition_to(store, partition));
+	while ((input = next_merged(store)) != NULL)
+	{
+		if ((written & 0x3fff) == 0)
+			CHECK_FOR_INTERRUPTS();
+		write_record(store, &out, input->keys, input->nulls, input->tuple);
+		written++;
+	}
+	flush_records(store, &out);
+	store->disk_bytes -= out.bytes; /* the caller's file, not ours */
+	return written;
+}
+
+void
+row_store_read_partitions(RowStore *store, RowStorePartitionSource source, void *arg)
+{
+	size_t		total = 0;
+
+	for (int r = 0; r < store->nruns; r++)
+		total += (size_t) store->runs[r]->rows;
+	store->partition_source = source;
+	store->partition_source_arg = arg;
+	store->partition = 0;
+	store->partition_open = false;
+	store->mode = READ_PARTITIONS;
+	store->noutputs = total;
+	store->stats.rows_sorted = total;
+	store->stats.rows_out = total;
+	store->stats.approximate = false;
+	store->stats.external = true;
+}
+
+/* READ_PARTITIONS: the next partition, merged here or read from its file */
+static void
+open_partition(RowStore *store)
+{
+	int			p = store->partition;
+	BufFile    *file = NULL;
+
+	if (store->partition_source(store->partition_source_arg, p, &file))
+	{
+		start_merge(store, 0, store->nruns, false, merge_memory(store),
+					partition_from(store, p), partition_to(store, p));
+		store->partition_here = true;
+	}
+	else
+	{
+		MergeInput *input = &store->partition_input;
+
+		memset(&store->partition_file, 0, sizeof(SortedRun));
+		store->partition_file.file = file;
+		store->partition_file.file_number = -1;
+		input->run = &store->partition_file;
+		input->stop = NULL;
+		input->done = false;
+		if (input->chunk == NULL)
+		{
+			input->chunk = MemoryContextAlloc(store->context, MAX_READ_CHUNK);
+			input->chunk_size = MAX_READ_CHUNK;
+		}
+		input->chunk_used = 0;
+		input->chunk_pos = 0;
+		store->partition_here = false;
+		store->stats.partitions_by_workers++;
+	}
+	store->partition_open = true;
+}
+
+static void
+close_partition(RowStore *store)
+{
+	if (store->partition_open && !store->partition_here)
+		BufFileClose(store->partition_file.file);
+	store->partition_open = false;
 }
 
 int
@@ -1465,6 +1798,8 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 	store->stats.rows_sorted = total;
 	store->stats.rows_out = limit > 0 ? Min(total, limit) : total;
 
+	if (store->sample_runs)
+		write_samples(store);
 	runs = palloc(Max(store->nruns, 1) * sizeof(RowStoreRun));
 	for (int r = 0; r < store->nruns; r++)
 	{
@@ -1589,6 +1924,35 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 			}
 			break;
 
+		case READ_PARTITIONS:
+			if (!forward)
+				elog(ERROR, "gpusort: backward scan of a sort that was not planned for it");
+			while (store->partition < store->npartitions)
+			{
+				if (!store->partition_open)
+					open_partition(store);
+				if (store->partition_here)
+				{
+					MergeInput *input = next_merged(store);
+
+					if (input != NULL)
+					{
+						store->position++;
+						ExecStoreMinimalTuple(input->tuple, slot, false);
+						return true;
+					}
+				}
+				else if (read_chunk_record(store, &store->partition_input))
+				{
+					store->position++;
+					ExecStoreMinimalTuple(store->partition_input.tuple, slot, false);
+					return true;
+				}
+				close_partition(store);
+				store->partition++;
+			}
+			break;
+
 		case READ_FILE:
 			if (forward && store->position + 1 < n)
 			{
@@ -1630,14 +1994,20 @@ void
 row_store_rewind(RowStore *store)
 {
 	store->position = -1;
+	if (store->mode == READ_PARTITIONS)
+	{
+		/* (not reached: a merge of shares sorts again) read it whole */
+		close_partition(store);
+		store->mode = READ_MERGE;
+	}
 	if (store->mode == READ_MERGE)
-		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store));
+		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), NULL, NULL);
 }
 
 void
 row_store_mark(RowStore *store)
 {
-	if (store->mode == READ_MERGE)
+	if (store->mode == READ_MERGE || store->mode == READ_PARTITIONS)
 		elog(ERROR, "gpusort: mark of a sort that was not planned for it");
 	store->marked_position = store->position;
 	store->marked_offset = store->offset;
@@ -1647,7 +2017,7 @@ row_store_mark(RowStore *store)
 void
 row_store_restore(RowStore *store)
 {
-	if (store->mode == READ_MERGE)
+	if (store->mode == READ_MERGE || store->mode == READ_PARTITIONS)
 		elog(ERROR, "gpusort: restore of a sort that was not planned for it");
 	store->position = store->marked_position;
 	store->offset = store->marked_offset;
@@ -1663,6 +2033,7 @@ row_store_stats(const RowStore *store)
 void
 row_store_end(RowStore *store)
 {
+	close_partition(store);
 	for (int r = 0; r < store->nruns; r++)
 		BufFileClose(store->runs[r]->file);
 	MemoryContextDelete(store->context);

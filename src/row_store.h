@@ -58,6 +58,9 @@ typedef struct RowStoreStats
 	double		sort_ms;		/* in the engine */
 	double		write_ms;		/* writing runs */
 	double		merge_ms;		/* merge passes before reading */
+	/* a partitioned merge: key ranges, and how many parallel workers merged */
+	int			partitions;
+	int			partitions_by_workers;
 } RowStoreStats;
 
 extern RowStore *row_store_begin(const RowStoreSpec *spec);
@@ -89,6 +92,40 @@ extern int	row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **r
 extern int	row_store_merge_order(Size work_mem_bytes);
 extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nruns,
 									   const RowStoreRun *runs);
+/*
+ * A partitioned merge (parallel_sort.c): the key space is cut at
+ * splitters into ranges, every run holding a part of each; a range of all
+ * runs merges on its own, and the ranges in turn are the whole order. The
+ * leader reads them in turn, merging a range itself or reading the file a
+ * parallel worker merged it into, whichever its source says.
+ *
+ * Shares' runs note samples (keys and offsets) as they are written;
+ * row_store_finish_share() puts them in a file of the shared set, named by
+ * row_store_share_samples_name(), which row_store_read_samples() reads
+ * into a merge's store for the runs it took (in the same order).
+ */
+#define ROW_STORE_MAX_PARTITIONS 64
+
+typedef struct RowStoreKey
+{
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+} RowStoreKey;
+
+/* Partition p: true when the caller is to merge it itself (claimed);
+ * false with the file a worker merged it into, open for reading. */
+typedef bool (*RowStorePartitionSource) (void *arg, int partition, BufFile **file);
+
+extern void row_store_share_samples_name(char *name, size_t size, int share);
+extern void row_store_read_samples(RowStore *store, BufFile *file, int first_run, int nruns);
+extern int64 row_store_total_bytes(const RowStore *store);
+extern int	row_store_choose_splitters(RowStore *store, int partitions, RowStoreKey *splitters);
+extern void row_store_set_partitions(RowStore *store, int npartitions,
+									 const RowStoreKey *splitters);
+extern int64 row_store_write_partition(RowStore *store, int partition, BufFile *file);
+extern void row_store_read_partitions(RowStore *store, RowStorePartitionSource source,
+									  void *arg);
+
 /* The next row in `forward` direction into `slot` (a minimal tuple slot),
  * valid until the next call; false, with the slot cleared, past either end. */
 extern bool row_store_get(RowStore *store, bool forward, TupleTableSlot *slot);
