@@ -68,6 +68,19 @@ SELECT q, merged_both_ways(q) FROM (VALUES
 -- would still give PostgreSQL's multiset; compare whole rows by a unique key
 SELECT merged_both_ways('SELECT id % 10 AS g, id FROM par ORDER BY id % 10, id') AS many_ties;
 
+-- the workers help merge, a key range each (gpusort.parallel_merge): ranges
+-- cut inside a run of equal leading keys, a constant leading key (the
+-- ranges then split on the second), NULLs at either end; and the leader
+-- merging alone with it off
+SELECT q, merged_both_ways(q) FROM (VALUES
+  ('SELECT id % 4 AS g, id FROM par ORDER BY id % 4 DESC, id'),
+  ('SELECT id * 0 AS z, k, id FROM par ORDER BY id * 0, k, id'),
+  ('SELECT b, id FROM par ORDER BY b NULLS FIRST, id DESC')
+) v(q);
+SET gpusort.parallel_merge = off;
+SELECT merged_both_ways('SELECT b, k, id FROM par ORDER BY b, k, id') AS leader_merges_alone;
+RESET gpusort.parallel_merge;
+
 -- shares bigger than work_mem: each process writes many sorted runs and
 -- merges them down to a few; the leader, whose work_mem cannot read all of
 -- theirs at once either, merges them in passes
@@ -116,7 +129,7 @@ DECLARE
   line text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
-    IF line ~ '(GpuSort|Gather|Parallel Sort|Sort Method|Sorted Runs|Rows Sorted)' THEN
+    IF line ~ '(GpuSort|Gather|Parallel Sort|Sort Method|Sorted Runs|Key Ranges|Rows Sorted)' THEN
       RETURN NEXT regexp_replace(line, '[0-9]+', 'N', 'g');
     END IF;
   END LOOP;

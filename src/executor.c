@@ -236,7 +236,13 @@ exec_gpusort(CustomScanState *node)
 		state->sort_done = true;
 	}
 	if (state->plan.role == GPUSORT_SORT_SHARE)
-		return NULL;			/* the rows went to the share's file */
+	{
+		/* the rows went to the share's files */
+		RowStoreSpec spec;
+
+		make_spec(state, &spec);
+		return gpusort_share_next(state, &spec);
+	}
 	if (state->timed)
 		INSTR_TIME_SET_CURRENT(start);
 	found = row_store_get(state->rows, forward, slot);
@@ -271,6 +277,7 @@ drop_rows(GpuSortState *state)
 		BufFileClose(state->local_runs[r].file);
 	state->local_nruns = 0;
 	state->sort_done = false;
+	state->marker_sent = false;
 }
 
 static void

@@ -93,6 +93,13 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
 		if (stats->merge_passes > 0)
 			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
+		if (stats->partitions > 1)
+		{
+			/* a partitioned merge: key ranges, most merged by the workers */
+			ExplainPropertyInteger("Merged Key Ranges", NULL, stats->partitions, es);
+			ExplainPropertyInteger("Key Ranges Merged by Workers", NULL,
+								   stats->partitions_by_workers, es);
+		}
 		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
 	}
 	else if (stats->external)

@@ -33,6 +33,7 @@ int			gpusort_gpu_min_elements = 16384;
 int			gpusort_gpu_memory_limit_mb = 0;
 int			gpusort_approximate_intervals = 0;
 bool		gpusort_explain_details = true;
+bool		gpusort_parallel_merge = true;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -110,6 +111,12 @@ _PG_init(void)
 							"interval order (exact between intervals, any order within one).",
 							&gpusort_approximate_intervals, 0, 0, (int) (1 << 26),
 							PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpusort.parallel_merge",
+							 "Lets parallel workers help merge a parallel GpuSort's shares, a key range each.",
+							 "Off: the leader merges every share's runs alone.",
+							 &gpusort_parallel_merge, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpusort.explain_details",
 							 "Shows machine-dependent details (device, memory, timings) in EXPLAIN.",

@@ -23,6 +23,7 @@ extern int	gpusort_gpu_min_elements;
 extern int	gpusort_gpu_memory_limit_mb;
 extern int	gpusort_approximate_intervals;
 extern bool gpusort_explain_details;
+extern bool gpusort_parallel_merge;
 
 /* ---- errors.c: engine requests, statuses and interruption ---- */
 extern void gpusort_request_init(gs_sort_request *request);

@@ -38,6 +38,11 @@ typedef struct GpuSortState
 	ParallelShares *shares;
 	RowStoreRun *local_runs;
 	int			local_nruns;
+	/* a partitioned merge (parallel_sort.c): set by the merge above before
+	 * the Gather starts; whether this process's share said it is written */
+	bool		ranges_allowed;
+	bool		marker_sent;
+	int			markers_left;
 
 	/* for EXPLAIN ANALYZE (the store has the rest) */
 	double		gather_ms;
@@ -56,6 +61,7 @@ extern void gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcx
 extern void gpusort_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 extern void gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec);
 extern void gpusort_sort_share(GpuSortState *state);
+extern TupleTableSlot *gpusort_share_next(GpuSortState *state, const RowStoreSpec *spec);
 extern RowStore *gpusort_merge_shares(GpuSortState *state, PlanState *gather,
 									  const RowStoreSpec *spec);
 

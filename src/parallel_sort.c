@@ -25,6 +25,22 @@
  * shared memory (a query run a few rows at a time, or none could be made),
  * the runs are private temporary files that the node above takes over.
  *
+ * A partitioned merge takes the merge off the leader's one core where the
+ * node above reads forward only and keeps every row (gpusort.parallel_merge).
+ * Every process, once its runs are written, counts itself in the shared
+ * memory and returns a few rows of NULLs through the Gather (EXPLAIN
+ * ANALYZE counts them as the Gather's rows): each one wakes the node
+ * above, which stops reading the Gather when every process that runs a
+ * share has counted itself, while the workers are still there. It then
+ * cuts the key space into ranges of about equal bytes, from the samples
+ * the runs noted (row_store.c), and publishes the splitters. Workers claim
+ * ranges in order and merge each, from every run, into a file of its own;
+ * the leader reads the ranges in turn: one a worker finished from its
+ * file, one nobody has claimed yet by merging it itself as it reads (so it
+ * never waits on a range nobody works on). The workers end when no range is
+ * left. Where only the leader runs a share, or the rows are few, the leader
+ * merges all runs at once as before.
+ *
  * The shared files live as long as the Gather's shared memory: until the
  * query ends, or a rescan starts the Gather again, which deletes them first.
  * The node above reads them only until then; a rescan sorts again.
@@ -33,16 +49,34 @@
 
 #include "access/parallel.h"
 #include "commands/tablespace.h"
+#include "executor/execParallel.h"
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
 #include "storage/dsm.h"
 #include "storage/sharedfileset.h"
+#include "storage/condition_variable.h"
 #include "storage/spin.h"
+#include "utils/wait_event.h"
 
 #include "gpusort_executor.h"
 
 /* Most runs one share hands over. */
 #define MAX_SHARE_RUNS 128
+/* A partitioned merge: key ranges per process that merges, and the fewest
+ * bytes a range holds (fewer ranges where the rows are few). */
+#define RANGES_PER_PROCESS 4
+#define MIN_RANGE_BYTES ((int64) 256 * 1024)
+/* A Gather's tuple queue per worker (PARALLEL_TUPLE_QUEUE_SIZE, which
+ * execParallel.c keeps to itself) */
+#define TUPLE_QUEUE_BYTES ((Size) 65536)
+
+/* What the merge above decided, once every share was written. */
+typedef enum MergeDecision
+{
+	MERGE_PENDING = 0,
+	MERGE_BY_RANGES,			/* workers help: see the header */
+	MERGE_IN_LEADER				/* the leader merges alone */
+} MergeDecision;
 
 /* One process's sorted share: its runs, in input order. */
 typedef struct ShareFile
@@ -60,8 +94,24 @@ struct ParallelShares
 	dsm_handle	segment;
 	slock_t		mutex;
 	int			nshares;		/* the workers planned, and the leader */
+	/* a partitioned merge (under the mutex, but the splitters, which are
+	 * written before the decision is) */
+	bool		ranges_allowed; /* the merge above reads forward, every row */
+	ConditionVariable changed;	/* the decision came, or a range is done */
+	MergeDecision decision;
+	int			nranges;
+	int			next_range;		/* the first nobody has claimed */
+	int			shares_written; /* processes whose share is written */
+	bool		range_done[ROW_STORE_MAX_PARTITIONS];
+	RowStoreKey splitters[ROW_STORE_MAX_PARTITIONS - 1];
 	ShareFile	shares[FLEXIBLE_ARRAY_MEMBER];
 };
+
+static void
+range_file_name(char *name, size_t size, int range)
+{
+	snprintf(name, size, "gpusort-range-%d", range);
+}
 
 Size
 gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
@@ -78,7 +128,9 @@ gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coord
 
 	memset(shared, 0, gpusort_estimate_dsm(node, pcxt));
 	SpinLockInit(&shared->mutex);
+	ConditionVariableInit(&shared->changed);
 	shared->nshares = pcxt->nworkers + 1;
+	shared->ranges_allowed = state->ranges_allowed;
 	if (pcxt->seg != NULL)
 	{
 		SharedFileSetInit(&shared->fileset, pcxt->seg);
@@ -94,6 +146,19 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 {
 	ParallelShares *shared = (ParallelShares *) coordinate;
 
+	for (int p = 0; shared->have_fileset && p < shared->nranges; p++)
+	{
+		char		name[MAXPGPATH];
+
+		range_file_name(name, sizeof(name), p);
+		BufFileDeleteFileSet(&shared->fileset.fs, name, true);
+	}
+	shared->decision = MERGE_PENDING;
+	shared->shares_written = 0;
+	shared->nranges = 0;
+	shared->next_range = 0;
+	memset(shared->range_done, 0, sizeof(shared->range_done));
+	shared->ranges_allowed = ((GpuSortState *) node)->ranges_allowed;
 	for (int i = 0; i < shared->nshares; i++)
 	{
 		ShareFile  *share = &shared->shares[i];
@@ -103,6 +168,13 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 			char		name[MAXPGPATH];
 
 			row_store_share_file_name(name, sizeof(name), i, share->runs[r].file_number);
+			BufFileDeleteFileSet(&shared->fileset.fs, name, true);
+		}
+		if (shared->have_fileset && share->written)
+		{
+			char		name[MAXPGPATH];
+
+			row_store_share_samples_name(name, sizeof(name), i);
 			BufFileDeleteFileSet(&shared->fileset.fs, name, true);
 		}
 		memset(share, 0, sizeof(ShareFile));
@@ -189,36 +261,19 @@ gpusort_sort_share(GpuSortState *state)
 }
 
 /*
- * GPUSORT_MERGE_SHARES: runs the Gather below to its end (every share is
- * then sorted and its process finished) and returns a row store merging
- * the runs of every share, ready for row_store_sort().
+ * A store merging the runs of every share that was written (and the
+ * leader's private runs, which it takes over), with the runs' samples
+ * when `samples`.
  */
-RowStore *
-gpusort_merge_shares(GpuSortState *state, PlanState *gather, const RowStoreSpec *spec)
+static RowStore *
+open_shares(GpuSortState *share_node, const RowStoreSpec *spec, bool samples)
 {
-	GpuSortState *share_node;
-	ParallelShares *shared;
+	ParallelShares *shared = share_node->shares;
 	RowStoreRun *runs;
 	int			nruns = 0;
 	int			capacity;
+	RowStore   *store;
 
-	if (!IsA(gather, GatherState) || outerPlanState(gather) == NULL ||
-		!IsA(outerPlanState(gather), CustomScanState) ||
-		((CustomScanState *) outerPlanState(gather))->methods !=
-		((CustomScanState *) state)->methods)
-		elog(ERROR, "gpusort: a parallel merge is not above a Gather of sorted shares");
-	share_node = (GpuSortState *) outerPlanState(gather);
-
-	for (;;)
-	{
-		TupleTableSlot *slot = ExecProcNode(gather);
-
-		if (TupIsNull(slot))
-			break;
-		elog(ERROR, "gpusort: a parallel share returned a row");
-	}
-
-	shared = share_node->shares;
 	capacity = (shared != NULL ? shared->nshares * MAX_SHARE_RUNS : 0) +
 		share_node->local_nruns + 1;
 	runs = palloc(capacity * sizeof(RowStoreRun));
@@ -246,5 +301,272 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather, const RowStoreSpec 
 	for (int r = 0; r < share_node->local_nruns; r++)
 		runs[nruns++] = share_node->local_runs[r];
 	share_node->local_nruns = 0;	/* the merge's now */
-	return row_store_begin_merge(spec, nruns, runs);
+	store = row_store_begin_merge(spec, nruns, runs);
+	pfree(runs);
+
+	if (samples && shared != NULL && shared->have_fileset)
+	{
+		int			first = 0;
+
+		for (int i = 0; i < shared->nshares; i++)
+		{
+			ShareFile  *share = &shared->shares[i];
+			char		name[MAXPGPATH];
+			BufFile    *file;
+
+			if (!share->written)
+				continue;
+			row_store_share_samples_name(name, sizeof(name), i);
+			file = BufFileOpenFileSet(&shared->fileset.fs, name, O_RDONLY, false);
+			row_store_read_samples(store, file, first, share->nruns);
+			BufFileClose(file);
+			first += share->nruns;
+		}
+	}
+	return store;
+}
+
+/* Publishes the merge's decision (and wakes the workers waiting for it). */
+static void
+decide(ParallelShares *shared, MergeDecision decision, int nranges)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->nranges = nranges;
+	shared->next_range = 0;
+	shared->decision = decision;
+	SpinLockRelease(&shared->mutex);
+	ConditionVariableBroadcast(&shared->changed);
+}
+
+/*
+ * The leader's source of range p (see RowStorePartitionSource): claimed,
+ * when no worker has, to merge it here; else, once its worker is done,
+ * the file it merged the range into.
+ */
+static bool
+take_range(void *arg, int range, BufFile **file)
+{
+	ParallelShares *shared = (ParallelShares *) arg;
+	char		name[MAXPGPATH];
+	bool		mine;
+
+	SpinLockAcquire(&shared->mutex);
+	/* the ranges before this one are all claimed: it is the next or taken */
+	mine = shared->next_range <= range;
+	if (mine)
+		shared->next_range = range + 1;
+	SpinLockRelease(&shared->mutex);
+	if (mine)
+		return true;
+
+	ConditionVariablePrepareToSleep(&shared->changed);
+	for (;;)
+	{
+		bool		done;
+
+		SpinLockAcquire(&shared->mutex);
+		done = shared->range_done[range];
+		SpinLockRelease(&shared->mutex);
+		if (done)
+			break;
+		ConditionVariableSleep(&shared->changed, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	range_file_name(name, sizeof(name), range);
+	*file = BufFileOpenFileSet(&shared->fileset.fs, name, O_RDONLY, false);
+	return false;
+}
+
+/*
+ * How many processes run a share: the workers that started (each runs it,
+ * or fails the query) and the leader if it takes part.
+ */
+static int
+sharing_processes(GatherState *gather, GpuSortState *share_node)
+{
+	int			processes = share_node->marker_sent || gather->need_to_scan_locally ? 1 : 0;
+
+	if (gather->pei != NULL && gather->nworkers_launched > 0)
+	{
+		WaitForParallelWorkersToAttach(gather->pei->pcxt);
+		processes += gather->pei->pcxt->nknown_attached_workers;
+	}
+	return processes;
+}
+
+/*
+ * GPUSORT_MERGE_SHARES: runs the Gather below until every share is sorted
+ * and returns a row store merging the runs of every share, ready for
+ * row_store_sort(): by key ranges with the workers' help where they wait
+ * for it (see the header), else in the leader alone.
+ */
+RowStore *
+gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *spec)
+{
+	GatherState *gather;
+	GpuSortState *share_node;
+	ParallelShares *shared;
+	RowStore   *store;
+	bool		workers_wait = false;
+
+	if (!IsA(gather_state, GatherState) || outerPlanState(gather_state) == NULL ||
+		!IsA(outerPlanState(gather_state), CustomScanState) ||
+		((CustomScanState *) outerPlanState(gather_state))->methods !=
+		((CustomScanState *) state)->methods)
+		elog(ERROR, "gpusort: a parallel merge is not above a Gather of sorted shares");
+	gather = (GatherState *) gather_state;
+	share_node = (GpuSortState *) outerPlanState(gather_state);
+	/* (read as the Gather makes its shared memory, on its first call) */
+	share_node->ranges_allowed = spec->bound == 0 && !spec->random_access && gpusort_parallel_merge;
+
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(gather_state);
+		int			written;
+
+		if (TupIsNull(slot))
+			break;
+		shared = share_node->shares;
+		if (shared == NULL || !shared->ranges_allowed)
+			elog(ERROR, "gpusort: a parallel share returned a row");
+		/* a share is written; when all are, the workers wait for us */
+		SpinLockAcquire(&shared->mutex);
+		written = shared->shares_written;
+		SpinLockRelease(&shared->mutex);
+		if (written >= sharing_processes(gather, share_node))
+		{
+			workers_wait = written > (share_node->marker_sent ? 1 : 0);
+			break;
+		}
+	}
+
+	shared = share_node->shares;
+	store = open_shares(share_node, spec, workers_wait);
+	if (workers_wait)
+	{
+		int			helpers = shared->shares_written - (share_node->marker_sent ? 1 : 0);
+		int64		bytes = row_store_total_bytes(store);
+		int			nranges = (int) Min((int64) RANGES_PER_PROCESS * (helpers + 1),
+										bytes / MIN_RANGE_BYTES);
+
+		/* every range merges all runs at once, within work_mem */
+		if (row_store_stats(store)->runs > row_store_merge_order(spec->work_mem_bytes))
+			nranges = 1;
+		nranges = nranges > 1 ? row_store_choose_splitters(store, nranges, shared->splitters) : 1;
+		if (nranges > 1)
+		{
+			decide(shared, MERGE_BY_RANGES, nranges);
+			row_store_set_partitions(store, nranges, shared->splitters);
+			row_store_read_partitions(store, take_range, shared);
+		}
+		else
+			decide(shared, MERGE_IN_LEADER, 0);
+	}
+	return store;
+}
+
+/*
+ * A worker, its share written: waits for the merge's decision and, when
+ * asked, merges ranges into files until none is left unclaimed.
+ */
+static void
+merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
+{
+	ParallelShares *shared = state->shares;
+	RowStoreSpec spec = *share_spec;
+	MergeDecision decision;
+	RowStore   *store;
+
+	ConditionVariablePrepareToSleep(&shared->changed);
+	for (;;)
+	{
+		SpinLockAcquire(&shared->mutex);
+		decision = shared->decision;
+		SpinLockRelease(&shared->mutex);
+		if (decision != MERGE_PENDING)
+			break;
+		ConditionVariableSleep(&shared->changed, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	if (decision != MERGE_BY_RANGES)
+		return;
+
+	spec.share_files = NULL;	/* it reads the shares' runs, writes none */
+	spec.share = 0;
+	spec.bound = 0;
+	spec.approximate = false;
+	store = open_shares(state, &spec, true);
+	row_store_set_partitions(store, shared->nranges, shared->splitters);
+	for (;;)
+	{
+		char		name[MAXPGPATH];
+		BufFile    *file;
+		int			range = -1;
+
+		SpinLockAcquire(&shared->mutex);
+		if (shared->next_range < shared->nranges)
+			range = shared->next_range++;
+		SpinLockRelease(&shared->mutex);
+		if (range < 0)
+			break;
+		range_file_name(name, sizeof(name), range);
+		file = BufFileCreateFileSet(&shared->fileset.fs, name);
+		row_store_write_partition(store, range, file);
+		BufFileClose(file);
+		SpinLockAcquire(&shared->mutex);
+		shared->range_done[range] = true;
+		SpinLockRelease(&shared->mutex);
+		ConditionVariableBroadcast(&shared->changed);
+	}
+	row_store_end(store);
+}
+
+/*
+ * Rows of NULLs a worker returns to say its share is written: enough that
+ * its tuple queue hands them to the leader at once (a queue holds back
+ * what is sent until a quarter of it is full, or the sender detaches),
+ * and few enough that they fit the queue if the leader reads none.
+ */
+static int
+marker_rows(TupleTableSlot *marker)
+{
+	bool		should_free;
+	MinimalTuple tuple = ExecFetchSlotMinimalTuple(marker, &should_free);
+	Size		message = MAXALIGN(sizeof(Size)) + MAXALIGN(tuple->t_len);
+
+	if (should_free)
+		pfree(tuple);
+	return (int) (TUPLE_QUEUE_BYTES / 4 / message) + 1;
+}
+
+/*
+ * GPUSORT_SORT_SHARE, its rows written: rows of NULLs that let the merge
+ * above see (by the count of written shares) that all are written (see the
+ * header); then, in a worker, helping it merge; then the end.
+ */
+TupleTableSlot *
+gpusort_share_next(GpuSortState *state, const RowStoreSpec *spec)
+{
+	ParallelShares *shared = state->shares;
+	TupleTableSlot *marker = state->css.ss.ps.ps_ResultTupleSlot;
+
+	if (shared == NULL || !shared->have_fileset || !shared->ranges_allowed)
+		return NULL;
+	if (!state->marker_sent)
+	{
+		state->marker_sent = true;
+		SpinLockAcquire(&shared->mutex);
+		shared->shares_written++;
+		SpinLockRelease(&shared->mutex);
+		ExecStoreAllNullTuple(marker);
+		state->markers_left = IsParallelWorker() ? marker_rows(marker) : 1;
+	}
+	if (state->markers_left > 0)
+	{
+		state->markers_left--;
+		return ExecStoreAllNullTuple(marker);
+	}
+	if (IsParallelWorker())
+		merge_ranges(state, spec);
+	return NULL;
 }
