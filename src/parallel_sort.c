@@ -220,6 +220,7 @@ gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec)
 	{
 		spec->share_files = &shared->fileset.fs;
 		spec->share = share_number(shared);
+		spec->sample_runs = shared->ranges_allowed;
 	}
 }
 
@@ -407,6 +408,8 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	GpuSortState *share_node;
 	ParallelShares *shared;
 	RowStore   *store;
+	int			written = 0;
+	int			processes = -1;
 	bool		workers_wait = false;
 
 	if (!IsA(gather_state, GatherState) || outerPlanState(gather_state) == NULL ||
@@ -422,7 +425,6 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(gather_state);
-		int			written;
 
 		if (TupIsNull(slot))
 			break;
@@ -433,7 +435,9 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 		SpinLockAcquire(&shared->mutex);
 		written = shared->shares_written;
 		SpinLockRelease(&shared->mutex);
-		if (written >= sharing_processes(gather, share_node))
+		if (processes < 0)
+			processes = sharing_processes(gather, share_node);
+		if (written >= processes)
 		{
 			workers_wait = written > (share_node->marker_sent ? 1 : 0);
 			break;
@@ -444,7 +448,7 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	store = open_shares(share_node, spec, workers_wait);
 	if (workers_wait)
 	{
-		int			helpers = shared->shares_written - (share_node->marker_sent ? 1 : 0);
+		int			helpers = written - (share_node->marker_sent ? 1 : 0);
 		int64		bytes = row_store_total_bytes(store);
 		int			nranges = (int) Min((int64) RANGES_PER_PROCESS * (helpers + 1),
 										bytes / MIN_RANGE_BYTES);
@@ -493,6 +497,7 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 
 	spec.share_files = NULL;	/* it reads the shares' runs, writes none */
 	spec.share = 0;
+	spec.sample_runs = false;
 	spec.bound = 0;
 	spec.approximate = false;
 	store = open_shares(state, &spec, true);

@@ -1183,6 +1183,29 @@ offset_before(RowStore *store, const SortedRun *run, const RowStoreKey *key)
 	return low == 0 ? 0 : run->samples[low - 1].offset;
 }
 
+/* Makes `input` read `run` from `offset` on, a chunk of `chunk_size` at a
+ * time, up to `stop` (NULL: the run's end). */
+static void
+start_run_input(RowStore *store, MergeInput *input, SortedRun *run, Size chunk_size,
+				int64 offset, const RowStoreKey *stop)
+{
+	input->run = run;
+	input->stop = stop;
+	seek_file(run->file, offset);
+	if (input->chunk != NULL && input->chunk_size != chunk_size)
+	{
+		pfree(input->chunk);
+		input->chunk = NULL;
+	}
+	if (input->chunk == NULL)
+	{
+		input->chunk = MemoryContextAlloc(store->context, chunk_size);
+		input->chunk_size = chunk_size;
+	}
+	input->chunk_used = 0;
+	input->chunk_pos = 0;
+}
+
 /* Starts merging runs[first .. first + count - 1], and the rows in memory
  * when with_memory, reading ahead within `memory` bytes: from their
  * beginnings, or only the rows from `from` (inclusive) to `to`
@@ -1227,24 +1250,15 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 	{
 		MergeInput *input = &store->inputs[i];
 
-		input->run = i < count ? store->runs[first + i] : NULL;
 		input->next = 0;
-		input->stop = input->run != NULL ? to : NULL;
-		if (input->run != NULL)
+		if (i < count)
+			start_run_input(store, input, store->runs[first + i], chunk_size,
+							from != NULL ? offset_before(store, store->runs[first + i], from) : 0,
+							to);
+		else
 		{
-			seek_file(input->run->file, from != NULL ? offset_before(store, input->run, from) : 0);
-			if (input->chunk != NULL && input->chunk_size != chunk_size)
-			{
-				pfree(input->chunk);
-				input->chunk = NULL;
-			}
-			if (input->chunk == NULL)
-			{
-				input->chunk = MemoryContextAlloc(store->context, chunk_size);
-				input->chunk_size = chunk_size;
-			}
-			input->chunk_used = 0;
-			input->chunk_pos = 0;
+			input->run = NULL;
+			input->stop = NULL;
 		}
 		input->done = !advance_input(store, input);
 		while (from != NULL && input->run != NULL && !input->done &&
@@ -1340,7 +1354,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->nkeys = spec->plan->nkeys;
 	store->context = context;
 	store->position = -1;
-	store->sample_runs = spec->share_files != NULL;
+	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
 	store->stats.approximate = spec->approximate;
 	/* start near the planner's estimate, within work_mem */
 	while (capacity < spec->expected_rows &&
@@ -1714,10 +1728,8 @@ row_store_write_partition(RowStore *store, int partition, BufFile *file)
 void
 row_store_read_partitions(RowStore *store, RowStorePartitionSource source, void *arg)
 {
-	size_t		total = 0;
+	size_t		total = (size_t) store->stats.rows_read;	/* its runs' rows */
 
-	for (int r = 0; r < store->nruns; r++)
-		total += (size_t) store->runs[r]->rows;
 	store->partition_source = source;
 	store->partition_source_arg = arg;
 	store->partition = 0;
@@ -1750,16 +1762,8 @@ open_partition(RowStore *store)
 		memset(&store->partition_file, 0, sizeof(SortedRun));
 		store->partition_file.file = file;
 		store->partition_file.file_number = -1;
-		input->run = &store->partition_file;
-		input->stop = NULL;
+		start_run_input(store, input, &store->partition_file, MAX_READ_CHUNK, 0, NULL);
 		input->done = false;
-		if (input->chunk == NULL)
-		{
-			input->chunk = MemoryContextAlloc(store->context, MAX_READ_CHUNK);
-			input->chunk_size = MAX_READ_CHUNK;
-		}
-		input->chunk_used = 0;
-		input->chunk_pos = 0;
 		store->partition_here = false;
 		store->stats.partitions_by_workers++;
 	}

@@ -31,6 +31,7 @@ typedef struct RowStoreSpec
 	double		expected_rows;	/* the planner's estimate, to size arrays */
 	FileSet    *share_files;	/* a parallel share's runs go here ... */
 	int			share;			/* ... named with this share's number */
+	bool		sample_runs;	/* ... noting samples for a merge by key ranges */
 } RowStoreSpec;
 
 /* How the sort went, for EXPLAIN ANALYZE. */
