@@ -33,8 +33,9 @@
  * above, which stops reading the Gather when every process that runs a
  * share has counted itself, while the workers are still there. It then
  * cuts the key space into ranges of about equal bytes, from the samples
- * the runs noted (row_store.c), and publishes the splitters. Workers claim
- * ranges in order and merge each, from every run, into a file of its own;
+ * the runs noted in files beside them (row_store.c), and publishes the
+ * splitters, with a file of where each range starts in each run. Workers
+ * claim ranges in order and merge each, from every run, into a file of its own;
  * the leader reads the ranges in turn: one a worker finished from its
  * file, one nobody has claimed yet by merging it itself as it reads (so it
  * never waits on a range nobody works on). The workers end when no range is
@@ -113,6 +114,9 @@ range_file_name(char *name, size_t size, int range)
 	snprintf(name, size, "gpusort-range-%d", range);
 }
 
+/* Where the leader puts every run's key range starts for the workers. */
+#define RANGE_STARTS_FILE "gpusort-range-starts"
+
 Size
 gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
@@ -153,6 +157,8 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 		range_file_name(name, sizeof(name), p);
 		BufFileDeleteFileSet(&shared->fileset.fs, name, true);
 	}
+	if (shared->have_fileset)
+		BufFileDeleteFileSet(&shared->fileset.fs, RANGE_STARTS_FILE, true);
 	shared->decision = MERGE_PENDING;
 	shared->shares_written = 0;
 	shared->nranges = 0;
@@ -169,12 +175,7 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 
 			row_store_share_file_name(name, sizeof(name), i, share->runs[r].file_number);
 			BufFileDeleteFileSet(&shared->fileset.fs, name, true);
-		}
-		if (shared->have_fileset && share->written)
-		{
-			char		name[MAXPGPATH];
-
-			row_store_share_samples_name(name, sizeof(name), i);
+			row_store_share_samples_name(name, sizeof(name), i, share->runs[r].file_number);
 			BufFileDeleteFileSet(&shared->fileset.fs, name, true);
 		}
 		memset(share, 0, sizeof(ShareFile));
@@ -263,11 +264,11 @@ gpusort_sort_share(GpuSortState *state)
 
 /*
  * A store merging the runs of every share that was written (and the
- * leader's private runs, which it takes over), with the runs' samples
- * when `samples`.
+ * leader's private runs, which it takes over), in share order: the same
+ * runs in the same order in every process that opens them.
  */
 static RowStore *
-open_shares(GpuSortState *share_node, const RowStoreSpec *spec, bool samples)
+open_shares(GpuSortState *share_node, const RowStoreSpec *spec)
 {
 	ParallelShares *shared = share_node->shares;
 	RowStoreRun *runs;
@@ -305,25 +306,6 @@ open_shares(GpuSortState *share_node, const RowStoreSpec *spec, bool samples)
 	store = row_store_begin_merge(spec, nruns, runs);
 	pfree(runs);
 
-	if (samples && shared != NULL && shared->have_fileset)
-	{
-		int			first = 0;
-
-		for (int i = 0; i < shared->nshares; i++)
-		{
-			ShareFile  *share = &shared->shares[i];
-			char		name[MAXPGPATH];
-			BufFile    *file;
-
-			if (!share->written)
-				continue;
-			row_store_share_samples_name(name, sizeof(name), i);
-			file = BufFileOpenFileSet(&shared->fileset.fs, name, O_RDONLY, false);
-			row_store_read_samples(store, file, first, share->nruns);
-			BufFileClose(file);
-			first += share->nruns;
-		}
-	}
 	return store;
 }
 
@@ -445,7 +427,7 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	}
 
 	shared = share_node->shares;
-	store = open_shares(share_node, spec, workers_wait);
+	store = open_shares(share_node, spec);
 	if (workers_wait)
 	{
 		int			helpers = written - (share_node->marker_sent ? 1 : 0);
@@ -456,11 +438,17 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 		/* every range merges all runs at once, within work_mem */
 		if (row_store_stats(store)->runs > row_store_merge_order(spec->work_mem_bytes))
 			nranges = 1;
-		nranges = nranges > 1 ? row_store_choose_splitters(store, nranges, shared->splitters) : 1;
+		if (nranges > 1)
+			nranges = row_store_choose_splitters(store, &shared->fileset.fs, nranges,
+												 shared->splitters);
 		if (nranges > 1)
 		{
+			BufFile    *starts = BufFileCreateFileSet(&shared->fileset.fs, RANGE_STARTS_FILE);
+
+			row_store_find_partitions(store, &shared->fileset.fs, nranges, shared->splitters,
+									  starts);
+			BufFileClose(starts);
 			decide(shared, MERGE_BY_RANGES, nranges);
-			row_store_set_partitions(store, nranges, shared->splitters);
 			row_store_read_partitions(store, take_range, shared);
 		}
 		else
@@ -480,6 +468,7 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 	RowStoreSpec spec = *share_spec;
 	MergeDecision decision;
 	RowStore   *store;
+	BufFile    *starts;
 
 	ConditionVariablePrepareToSleep(&shared->changed);
 	for (;;)
@@ -500,8 +489,10 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 	spec.sample_runs = false;
 	spec.bound = 0;
 	spec.approximate = false;
-	store = open_shares(state, &spec, true);
-	row_store_set_partitions(store, shared->nranges, shared->splitters);
+	store = open_shares(state, &spec);
+	starts = BufFileOpenFileSet(&shared->fileset.fs, RANGE_STARTS_FILE, O_RDONLY, false);
+	row_store_set_partitions(store, shared->nranges, shared->splitters, starts);
+	BufFileClose(starts);
 	for (;;)
 	{
 		char		name[MAXPGPATH];

@@ -66,7 +66,7 @@
 /* Fewest runs one merge pass takes, however small work_mem is. */
 #define MIN_MERGE_ORDER 6
 
-/* A record of a run: its keys, and where it starts. */
+/* A sample of a run: a record's keys, and where it starts. */
 typedef struct RunSample
 {
 	int64		offset;
@@ -86,11 +86,16 @@ typedef struct SortedRun
 	int64		rows;
 	int64		bytes;
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
-	/* a parallel share's runs: some records' keys and offsets, in order */
-	RunSample  *samples;
-	int			nsamples;
-	int			samples_allocated;
+	/* a parallel share's run: its samples, written to a file of their own
+	 * as the run is (int64 offset, keys, NULL flags each, in order) */
+	BufFile    *samples;
+	int64		nsamples;
 	int64		next_sample;	/* the first offset the next sample may have */
+	/* a share's run merged here: the shared file it came from */
+	int			source_share;
+	int			source_number;
+	/* a partitioned merge: where each key range starts in the run */
+	int64	   *partition_starts;
 } SortedRun;
 
 /* One input of a merge: a run on disk, or the sorted rows in memory. */
@@ -585,26 +590,28 @@ flush_records(RowStore *store, SortedRun *run)
 	store->write_buffered = 0;
 }
 
-/* Notes the keys of the record about to start at the run's end. */
+/* Notes the keys of the record about to start at the run's end, in the
+ * run's samples file (memory holds none). */
 static void
 note_sample(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *nulls)
 {
-	RunSample  *sample;
-
-	if (run->nsamples == run->samples_allocated)
-	{
-		run->samples_allocated = Max(64, run->samples_allocated * 2);
-		run->samples = run->samples == NULL ?
-			MemoryContextAlloc(store->context, run->samples_allocated * sizeof(RunSample)) :
-			repalloc(run->samples, run->samples_allocated * sizeof(RunSample));
-	}
-	sample = &run->samples[run->nsamples++];
-	memset(sample, 0, sizeof(*sample));
-	sample->offset = run->bytes;
-	memcpy(sample->key.keys, keys, store->nkeys * sizeof(uint64_t));
-	memcpy(sample->key.nulls, nulls, store->nkeys);
+	write_bytes(run->samples, &run->bytes, sizeof(int64));
+	write_bytes(run->samples, keys, store->nkeys * sizeof(uint64_t));
+	write_bytes(run->samples, nulls, store->nkeys);
+	run->nsamples++;
 	run->next_sample = run->bytes +
 		Max(MIN_SAMPLE_BYTES, Min(MAX_SAMPLE_BYTES, store->spec.work_mem_bytes / 512));
+}
+
+/* The next sample of a samples file into `sample`; false at its end. */
+static bool
+read_sample(RowStore *store, BufFile *file, RunSample *sample)
+{
+	if (!read_bytes(file, &sample->offset, sizeof(int64), true))
+		return false;
+	read_bytes(file, sample->key.keys, store->nkeys * sizeof(uint64_t), false);
+	read_bytes(file, sample->key.nulls, store->nkeys, false);
+	return true;
 }
 
 /*
@@ -620,7 +627,7 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 	Size		size = record_size(store, length);
 	char	   *record;
 
-	if (store->sample_runs && run->bytes >= run->next_sample)
+	if (run->samples != NULL && run->bytes >= run->next_sample)
 		note_sample(store, run, keys, nulls);
 
 	if (store->write_buffer == NULL)
@@ -717,6 +724,12 @@ new_run(RowStore *store)
 		run->file_number = store->files_created++;
 		row_store_share_file_name(name, sizeof(name), store->spec.share, run->file_number);
 		run->file = BufFileCreateFileSet(store->spec.share_files, name);
+		if (store->sample_runs)
+		{
+			row_store_share_samples_name(name, sizeof(name), store->spec.share,
+										 run->file_number);
+			run->samples = BufFileCreateFileSet(store->spec.share_files, name);
+		}
 	}
 	else
 	{
@@ -754,10 +767,17 @@ drop_run(RowStore *store, SortedRun *run)
 
 		row_store_share_file_name(name, sizeof(name), store->spec.share, run->file_number);
 		BufFileDeleteFileSet(store->spec.share_files, name, false);
+		if (run->samples != NULL)
+		{
+			BufFileClose(run->samples);
+			row_store_share_samples_name(name, sizeof(name), store->spec.share,
+										 run->file_number);
+			BufFileDeleteFileSet(store->spec.share_files, name, false);
+		}
 	}
 	store->disk_bytes -= run->bytes;
-	if (run->samples != NULL)
-		pfree(run->samples);
+	if (run->partition_starts != NULL)
+		pfree(run->partition_starts);
 	pfree(run);
 }
 
@@ -1162,25 +1182,17 @@ merge_memory(RowStore *store)
 		store->spec.work_mem_bytes - store->memory_used : 0;
 }
 
-/* The offset of the last sample of `run` before `key`: the records from
- * `key` on start at or after it. */
-static int64
-offset_before(RowStore *store, const SortedRun *run, const RowStoreKey *key)
+/* Where partition p's rows start and end: splitters, NULL for no limit. */
+static const RowStoreKey *
+partition_from(RowStore *store, int p)
 {
-	int			low = 0,
-				high = run->nsamples;	/* samples[low .. high - 1] unknown */
+	return p > 0 ? &store->splitters[p - 1] : NULL;
+}
 
-	while (low < high)
-	{
-		int			middle = (low + high) / 2;
-		const RowStoreKey *sample = &run->samples[middle].key;
-
-		if (compare_keys(store, sample->keys, sample->nulls, key->keys, key->nulls) < 0)
-			low = middle + 1;
-		else
-			high = middle;
-	}
-	return low == 0 ? 0 : run->samples[low - 1].offset;
+static const RowStoreKey *
+partition_to(RowStore *store, int p)
+{
+	return p < store->npartitions - 1 ? &store->splitters[p] : NULL;
 }
 
 /* Makes `input` read `run` from `offset` on, a chunk of `chunk_size` at a
@@ -1207,13 +1219,15 @@ start_run_input(RowStore *store, MergeInput *input, SortedRun *run, Size chunk_s
 }
 
 /* Starts merging runs[first .. first + count - 1], and the rows in memory
- * when with_memory, reading ahead within `memory` bytes: from their
- * beginnings, or only the rows from `from` (inclusive) to `to`
- * (exclusive), each NULL for no limit (runs only: see offset_before()). */
+ * when with_memory, reading ahead within `memory` bytes: whole, or (runs
+ * only, `partition` >= 0) only that key range of each, from its sample
+ * before the range (see row_store_find_partitions()). */
 static void
 start_merge(RowStore *store, int first, int count, bool with_memory, Size memory,
-			const RowStoreKey *from, const RowStoreKey *to)
+			int partition)
 {
+	const RowStoreKey *from = partition >= 0 ? partition_from(store, partition) : NULL;
+	const RowStoreKey *to = partition >= 0 ? partition_to(store, partition) : NULL;
 	int			ninputs = count + (with_memory ? 1 : 0);
 	Size		chunk_size = count > 0 ? memory / count : 0;
 
@@ -1253,7 +1267,7 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 		input->next = 0;
 		if (i < count)
 			start_run_input(store, input, store->runs[first + i], chunk_size,
-							from != NULL ? offset_before(store, store->runs[first + i], from) : 0,
+							partition >= 0 ? store->runs[first + i]->partition_starts[partition] : 0,
 							to);
 		else
 		{
@@ -1308,7 +1322,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 				duration;
 
 	INSTR_TIME_SET_CURRENT(start);
-	start_merge(store, first, count, with_memory, merge_memory(store), NULL, NULL);
+	start_merge(store, first, count, with_memory, merge_memory(store), -1);
 	if (merged == NULL)
 		merged = new_run(store);
 	memcpy(merged->columns, store->merge_ranges, sizeof(merged->columns));
@@ -1536,7 +1550,7 @@ row_store_sort(RowStore *store)
 	}
 	else
 	{
-		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), NULL, NULL);
+		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), -1);
 		store->mode = READ_MERGE;
 	}
 	store->stats.rows_out = store->noutputs;
@@ -1549,116 +1563,103 @@ row_store_merge_order(Size work_mem_bytes)
 }
 
 void
-row_store_share_samples_name(char *name, size_t size, int share)
+row_store_share_samples_name(char *name, size_t size, int share, int file_number)
 {
-	snprintf(name, size, "gpusort-share-%d-samples", share);
+	snprintf(name, size, "gpusort-share-%d-%d-samples", share, file_number);
 }
 
-/* A share's runs' samples into its samples file: per run, their count and
- * each one's offset, keys and NULL flags. */
-static void
-write_samples(RowStore *store)
+/* Opens the samples file of run r of a merge of shares' runs. */
+static BufFile *
+open_samples(RowStore *store, FileSet *samples_files, int r)
 {
+	SortedRun  *run = store->runs[r];
 	char		name[MAXPGPATH];
-	BufFile    *file;
 
-	row_store_share_samples_name(name, sizeof(name), store->spec.share);
-	file = BufFileCreateFileSet(store->spec.share_files, name);
-	for (int r = 0; r < store->nruns; r++)
-	{
-		SortedRun  *run = store->runs[r];
-		int32		count = run->nsamples;
-
-		write_bytes(file, &count, sizeof(count));
-		for (int i = 0; i < count; i++)
-		{
-			write_bytes(file, &run->samples[i].offset, sizeof(int64));
-			write_bytes(file, run->samples[i].key.keys, store->nkeys * sizeof(uint64_t));
-			write_bytes(file, run->samples[i].key.nulls, store->nkeys);
-		}
-	}
-	BufFileClose(file);
+	if (run->source_share < 0)
+		elog(ERROR, "gpusort: a sorted run to merge by key ranges is not a share's");
+	row_store_share_samples_name(name, sizeof(name), run->source_share, run->source_number);
+	return BufFileOpenFileSet(samples_files, name, O_RDONLY, false);
 }
 
-void
-row_store_read_samples(RowStore *store, BufFile *file, int first_run, int nruns)
-{
-	MemoryContext old_context = MemoryContextSwitchTo(store->context);
-
-	for (int r = first_run; r < first_run + nruns; r++)
-	{
-		SortedRun  *run = store->runs[r];
-		int32		count;
-
-		read_bytes(file, &count, sizeof(count), false);
-		if (count < 0 || (Size) count > MaxAllocSize / sizeof(RunSample))
-			elog(ERROR, "gpusort: a file of sorted runs' samples is corrupt");
-		run->samples = palloc0(Max(count, 1) * sizeof(RunSample));
-		run->nsamples = run->samples_allocated = count;
-		for (int i = 0; i < count; i++)
-		{
-			read_bytes(file, &run->samples[i].offset, sizeof(int64), false);
-			read_bytes(file, run->samples[i].key.keys, store->nkeys * sizeof(uint64_t), false);
-			read_bytes(file, run->samples[i].key.nulls, store->nkeys, false);
-		}
-	}
-	MemoryContextSwitchTo(old_context);
-}
-
-/* A run's sample and the bytes up to the next one (for the splitters) */
+/* A kept sample and the bytes of its run up to the next one kept. */
 typedef struct WeightedSample
 {
-	const RowStoreKey *key;
+	RowStoreKey key;
 	int64		bytes;
 } WeightedSample;
 
 static int
 compare_weighted_samples(const void *a, const void *b, void *arg)
 {
-	const RowStoreKey *x = ((const WeightedSample *) a)->key;
-	const RowStoreKey *y = ((const WeightedSample *) b)->key;
+	const RowStoreKey *x = &((const WeightedSample *) a)->key;
+	const RowStoreKey *y = &((const WeightedSample *) b)->key;
 
 	return compare_keys((const RowStore *) arg, x->keys, x->nulls, y->keys, y->nulls);
 }
 
 /*
  * Up to partitions - 1 splitters that cut the runs' bytes into ranges of
- * about equal size, from the samples (each standing for the bytes up to
- * the next); returns the number of ranges, fewer where keys repeat.
+ * about equal size, from the runs' samples (each standing for the bytes up
+ * to the next); returns the number of ranges, fewer where keys repeat.
+ * Every stride-th sample of a run is kept, the stride chosen so that those
+ * kept take at most a quarter of work_mem (and 64K of them at most).
  */
 int
-row_store_choose_splitters(RowStore *store, int partitions, RowStoreKey *splitters)
+row_store_choose_splitters(RowStore *store, FileSet *samples_files, int partitions,
+						   RowStoreKey *splitters)
 {
-	WeightedSample *samples;
-	int64		total = 0,
+	int64		most = Max(1024, Min(65536, (int64) (store->spec.work_mem_bytes / 4 /
+													  sizeof(WeightedSample))));
+	int64		all = 0,
+				stride,
+				capacity = 0,
+				count = 0,
+				total = 0,
 				seen = 0;
-	int			count = 0,
-				chosen = 0;
+	int			chosen = 0;
+	WeightedSample *samples;
 
 	partitions = Max(1, Min(partitions, ROW_STORE_MAX_PARTITIONS));
 	for (int r = 0; r < store->nruns; r++)
-		count += store->runs[r]->nsamples;
-	samples = palloc(Max(count, 1) * sizeof(WeightedSample));
-	count = 0;
+		all += store->runs[r]->nsamples;
+	stride = Max(1, (all + most - 1) / most);
+	for (int r = 0; r < store->nruns; r++)
+		capacity += (store->runs[r]->nsamples + stride - 1) / stride;
+	samples = MemoryContextAllocHuge(store->context, Max(capacity, 1) * sizeof(WeightedSample));
+	store->stats.peak_memory = Max(store->stats.peak_memory,
+								   store->memory_used + capacity * sizeof(WeightedSample));
 	for (int r = 0; r < store->nruns; r++)
 	{
 		SortedRun  *run = store->runs[r];
+		BufFile    *file = open_samples(store, samples_files, r);
+		RunSample	sample;
+		int64		last_kept = -1;
 
-		for (int i = 0; i < run->nsamples; i++)
+		for (int64 i = 0; read_sample(store, file, &sample); i++)
 		{
-			int64		end = i + 1 < run->nsamples ? run->samples[i + 1].offset : run->bytes;
-
-			samples[count].key = &run->samples[i].key;
-			samples[count].bytes = end - run->samples[i].offset;
-			total += samples[count].bytes;
-			count++;
+			if (i >= run->nsamples || sample.offset < 0 || sample.offset >= run->bytes)
+				elog(ERROR, "gpusort: a file of a sorted run's samples is corrupt");
+			if (i % stride != 0)
+				continue;
+			/* the last kept one stands for the bytes up to this one */
+			if (last_kept >= 0)
+				samples[last_kept].bytes = sample.offset - samples[last_kept].bytes;
+			samples[count].key = sample.key;
+			samples[count].bytes = sample.offset;	/* its end comes later */
+			last_kept = count++;
 		}
+		if (last_kept >= 0)
+			samples[last_kept].bytes = run->bytes - samples[last_kept].bytes;
+		BufFileClose(file);
+		CHECK_FOR_INTERRUPTS();
 	}
+	for (int64 i = 0; i < count; i++)
+		total += samples[i].bytes;
 	qsort_arg(samples, count, sizeof(WeightedSample), compare_weighted_samples, store);
-	for (int i = 0; i < count && chosen < partitions - 1; i++)
+	for (int64 i = 0; i < count && chosen < partitions - 1; i++)
 	{
 		/* the next range starts at the first sample past its share */
-		const RowStoreKey *key = samples[i].key;
+		const RowStoreKey *key = &samples[i].key;
 
 		if (seen >= total / partitions * (chosen + 1) &&
 			(chosen == 0 || compare_keys(store, key->keys, key->nulls, splitters[chosen - 1].keys,
@@ -1680,25 +1681,73 @@ row_store_total_bytes(const RowStore *store)
 	return bytes;
 }
 
-void
-row_store_set_partitions(RowStore *store, int npartitions, const RowStoreKey *splitters)
+static void
+set_splitters(RowStore *store, int npartitions, const RowStoreKey *splitters)
 {
+	if (npartitions < 1 || npartitions > ROW_STORE_MAX_PARTITIONS)
+		elog(ERROR, "gpusort: %d key ranges to merge, more than %d",
+			 npartitions, ROW_STORE_MAX_PARTITIONS);
 	store->npartitions = npartitions;
 	memcpy(store->splitters, splitters, (npartitions - 1) * sizeof(RowStoreKey));
 	store->stats.partitions = npartitions;
+	for (int r = 0; r < store->nruns; r++)
+	{
+		if (store->runs[r]->partition_starts != NULL)
+			pfree(store->runs[r]->partition_starts);
+		store->runs[r]->partition_starts =
+			MemoryContextAllocZero(store->context, npartitions * sizeof(int64));
+	}
 }
 
-/* Where partition p's rows start and end: splitters, NULL for no limit. */
-static const RowStoreKey *
-partition_from(RowStore *store, int p)
+/*
+ * Where each key range starts in each run: at the last sample before the
+ * range's first key (the merge skips the few records before the range),
+ * read from the run's samples in one pass, as they and the splitters are
+ * both in order. Then `starts` gets them for the other processes.
+ */
+void
+row_store_find_partitions(RowStore *store, FileSet *samples_files, int npartitions,
+						  const RowStoreKey *splitters, BufFile *starts)
 {
-	return p > 0 ? &store->splitters[p - 1] : NULL;
+	set_splitters(store, npartitions, splitters);
+	for (int r = 0; r < store->nruns; r++)
+	{
+		SortedRun  *run = store->runs[r];
+		BufFile    *file = open_samples(store, samples_files, r);
+		RunSample	sample;
+		int64		before = 0; /* the last sample before splitters[p - 1] */
+		int			p = 1;
+
+		while (p < npartitions && read_sample(store, file, &sample))
+		{
+			while (p < npartitions &&
+				   compare_keys(store, sample.key.keys, sample.key.nulls,
+								splitters[p - 1].keys, splitters[p - 1].nulls) >= 0)
+				run->partition_starts[p++] = before;
+			before = sample.offset;
+		}
+		while (p < npartitions)
+			run->partition_starts[p++] = before;
+		BufFileClose(file);
+		write_bytes(starts, run->partition_starts, npartitions * sizeof(int64));
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
-static const RowStoreKey *
-partition_to(RowStore *store, int p)
+void
+row_store_set_partitions(RowStore *store, int npartitions, const RowStoreKey *splitters,
+						 BufFile *starts)
 {
-	return p < store->npartitions - 1 ? &store->splitters[p] : NULL;
+	set_splitters(store, npartitions, splitters);
+	for (int r = 0; r < store->nruns; r++)
+	{
+		SortedRun  *run = store->runs[r];
+
+		read_bytes(starts, run->partition_starts, npartitions * sizeof(int64), false);
+		for (int p = 0; p < npartitions; p++)
+			if (run->partition_starts[p] < 0 || run->partition_starts[p] > run->bytes)
+				elog(ERROR, "gpusort: a file of key ranges' starts is corrupt");
+	}
 }
 
 int64
@@ -1711,8 +1760,7 @@ row_store_write_partition(RowStore *store, int partition, BufFile *file)
 	memset(&out, 0, sizeof(out));
 	out.file = file;
 	out.file_number = -1;
-	start_merge(store, 0, store->nruns, false, merge_memory(store),
-				partition_from(store, partition), partition_to(store, partition));
+	start_merge(store, 0, store->nruns, false, merge_memory(store), partition);
 	while ((input = next_merged(store)) != NULL)
 	{
 		if ((written & 0x3fff) == 0)
@@ -1751,8 +1799,7 @@ open_partition(RowStore *store)
 
 	if (store->partition_source(store->partition_source_arg, p, &file))
 	{
-		start_merge(store, 0, store->nruns, false, merge_memory(store),
-					partition_from(store, p), partition_to(store, p));
+		start_merge(store, 0, store->nruns, false, merge_memory(store), p);
 		store->partition_here = true;
 	}
 	else
@@ -1802,23 +1849,26 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 	store->stats.rows_sorted = total;
 	store->stats.rows_out = limit > 0 ? Min(total, limit) : total;
 
-	if (store->sample_runs)
-		write_samples(store);
 	runs = palloc(Max(store->nruns, 1) * sizeof(RowStoreRun));
 	for (int r = 0; r < store->nruns; r++)
 	{
 		SortedRun  *run = store->runs[r];
 
 		runs[r].file_number = run->file_number;
+		runs[r].share = run->file_number >= 0 ? store->spec.share : -1;
 		runs[r].rows = run->rows;
 		runs[r].bytes = run->bytes;
+		runs[r].nsamples = run->nsamples;
 		memcpy(runs[r].columns, run->columns, sizeof(runs[r].columns));
 		runs[r].file = run->file;
 		if (run->file_number >= 0)
 		{
-			/* a shared file, opened again by name by the leader */
+			/* shared files, opened again by name by the leader */
 			BufFileClose(run->file);
 			runs[r].file = NULL;
+			if (run->samples != NULL)
+				BufFileClose(run->samples);
+			run->samples = NULL;
 		}
 	}
 	*runs_out = runs;
@@ -1846,8 +1896,11 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 		MemoryContextSwitchTo(old_context);
 		run->file = runs[i].file;
 		run->file_number = -1;	/* closed, never deleted, here */
+		run->source_share = runs[i].share;
+		run->source_number = runs[i].file_number;
 		run->rows = runs[i].rows;
 		run->bytes = runs[i].bytes;
+		run->nsamples = runs[i].nsamples;
 		memcpy(run->columns, runs[i].columns, sizeof(run->columns));
 		add_run(store, run);
 		store->disk_bytes += runs[i].bytes;
@@ -2005,7 +2058,7 @@ row_store_rewind(RowStore *store)
 		store->mode = READ_MERGE;
 	}
 	if (store->mode == READ_MERGE)
-		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), NULL, NULL);
+		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), -1);
 }
 
 void
@@ -2039,6 +2092,10 @@ row_store_end(RowStore *store)
 {
 	close_partition(store);
 	for (int r = 0; r < store->nruns; r++)
+	{
 		BufFileClose(store->runs[r]->file);
+		if (store->runs[r]->samples != NULL)
+			BufFileClose(store->runs[r]->samples);
+	}
 	MemoryContextDelete(store->context);
 }

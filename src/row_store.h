@@ -83,8 +83,10 @@ typedef struct RowStoreRun
 {
 	BufFile    *file;			/* a private file, or NULL: a shared one */
 	int			file_number;	/* the shared file's number, or -1 */
+	int			share;			/* the share that wrote the shared file */
 	int64		rows;
 	int64		bytes;
+	int64		nsamples;		/* in its samples file (see below) */
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
 } RowStoreRun;
 
@@ -100,10 +102,15 @@ extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nruns,
  * leader reads them in turn, merging a range itself or reading the file a
  * parallel worker merged it into, whichever its source says.
  *
- * Shares' runs note samples (keys and offsets) as they are written;
- * row_store_finish_share() puts them in a file of the shared set, named by
- * row_store_share_samples_name(), which row_store_read_samples() reads
- * into a merge's store for the runs it took (in the same order).
+ * A share's runs, when spec.sample_runs, note samples (a record's offset
+ * and keys, every few kB) as they are written, each run to a file of the
+ * shared set named by row_store_share_samples_name(); no sample stays in
+ * memory. The leader's merge reads them from the set twice, a run at a
+ * time: row_store_choose_splitters() keeps a bounded subsample to cut the
+ * key space; row_store_find_partitions() finds where each range starts in
+ * each run and writes those offsets to a file, from which the other
+ * processes' stores, opened on the same runs in the same order, take them
+ * (row_store_set_partitions()).
  */
 #define ROW_STORE_MAX_PARTITIONS 64
 
@@ -117,12 +124,14 @@ typedef struct RowStoreKey
  * false with the file a worker merged it into, open for reading. */
 typedef bool (*RowStorePartitionSource) (void *arg, int partition, BufFile **file);
 
-extern void row_store_share_samples_name(char *name, size_t size, int share);
-extern void row_store_read_samples(RowStore *store, BufFile *file, int first_run, int nruns);
+extern void row_store_share_samples_name(char *name, size_t size, int share, int file_number);
 extern int64 row_store_total_bytes(const RowStore *store);
-extern int	row_store_choose_splitters(RowStore *store, int partitions, RowStoreKey *splitters);
+extern int	row_store_choose_splitters(RowStore *store, FileSet *samples_files, int partitions,
+									   RowStoreKey *splitters);
+extern void row_store_find_partitions(RowStore *store, FileSet *samples_files, int npartitions,
+									  const RowStoreKey *splitters, BufFile *starts);
 extern void row_store_set_partitions(RowStore *store, int npartitions,
-									 const RowStoreKey *splitters);
+									 const RowStoreKey *splitters, BufFile *starts);
 extern int64 row_store_write_partition(RowStore *store, int partition, BufFile *file);
 extern void row_store_read_partitions(RowStore *store, RowStorePartitionSource source,
 									  void *arg);
