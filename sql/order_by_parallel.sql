@@ -119,6 +119,17 @@ RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_material;
 
+-- a LIMIT the sort cannot see (above a subquery's scan): the leader stops
+-- reading early, and the workers merging key ranges for it stop with it,
+-- at the query's end and at each rescan of a subplan
+SET enable_gathermerge = off;
+SELECT merged_both_ways('SELECT * FROM (SELECT k, id FROM par ORDER BY k, id OFFSET 0) s
+  LIMIT 5') AS stops_early;
+SELECT merged_both_ways('SELECT f.v, (SELECT s.id FROM
+  (SELECT id, k FROM par ORDER BY k DESC, id OFFSET 0) s WHERE s.k % 5 = f.v LIMIT 1)
+  FROM few f') AS subplan_stops_early;
+RESET enable_gathermerge;
+
 -- (a client fetching a few rows at a time runs the plan without parallel
 -- workers: test/check_fetch_size.py covers that)
 

@@ -37,6 +37,7 @@ static ExecutorFinish_hook_type previous_executor_finish = NULL;
 static void begin_gpusort(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *exec_gpusort(CustomScanState *node);
 static void end_gpusort(CustomScanState *node);
+static void shutdown_gpusort(CustomScanState *node);
 static void rescan_gpusort(CustomScanState *node);
 static void mark_gpusort(CustomScanState *node);
 static void restore_gpusort(CustomScanState *node);
@@ -55,6 +56,7 @@ static const CustomExecMethods gpusort_exec_methods = {
 	.MarkPosCustomScan = mark_gpusort,
 	.RestrPosCustomScan = restore_gpusort,
 	.ExplainCustomScan = gpusort_explain,
+	.ShutdownCustomScan = shutdown_gpusort,
 	/* called only for a parallel sort's shares (parallel_aware plans) */
 	.EstimateDSMCustomScan = gpusort_estimate_dsm,
 	.InitializeDSMCustomScan = gpusort_initialize_dsm,
@@ -285,8 +287,24 @@ end_gpusort(CustomScanState *node)
 {
 	GpuSortState *state = (GpuSortState *) node;
 
+	gpusort_stop_range_merges(state);
 	drop_rows(state);
 	ExecEndNode(child_of(state));
+}
+
+/*
+ * No more rows will be read (ExecShutdownNode, which may come more than
+ * once): parallel helpers stop. The Gather above a share frees its shared
+ * memory right after, so the leader's share node lets go of it.
+ */
+static void
+shutdown_gpusort(CustomScanState *node)
+{
+	GpuSortState *state = (GpuSortState *) node;
+
+	gpusort_stop_range_merges(state);
+	if (state->plan.role == GPUSORT_SORT_SHARE && !IsParallelWorker())
+		state->shares = NULL;
 }
 
 static void
@@ -311,6 +329,7 @@ rescan_gpusort(CustomScanState *node)
 		state->plan.role != GPUSORT_SORT_ALL)
 	{
 		/* new input: sort again from scratch */
+		gpusort_stop_range_merges(state);
 		drop_rows(state);
 		if (child->chgParam == NULL)
 			ExecReScan(child);

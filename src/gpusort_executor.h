@@ -64,5 +64,6 @@ extern void gpusort_sort_share(GpuSortState *state);
 extern TupleTableSlot *gpusort_share_next(GpuSortState *state, const RowStoreSpec *spec);
 extern RowStore *gpusort_merge_shares(GpuSortState *state, PlanState *gather,
 									  const RowStoreSpec *spec);
+extern void gpusort_stop_range_merges(GpuSortState *state);
 
 #endif							/* GPUSORT_EXECUTOR_H */

@@ -103,6 +103,7 @@ struct ParallelShares
 	int			nranges;
 	int			next_range;		/* the first nobody has claimed */
 	int			shares_written; /* processes whose share is written */
+	bool		stop;			/* the leader reads no more: workers stop */
 	bool		range_done[ROW_STORE_MAX_PARTITIONS];
 	RowStoreKey splitters[ROW_STORE_MAX_PARTITIONS - 1];
 	ShareFile	shares[FLEXIBLE_ARRAY_MEMBER];
@@ -161,6 +162,7 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 		BufFileDeleteFileSet(&shared->fileset.fs, RANGE_STARTS_FILE, true);
 	shared->decision = MERGE_PENDING;
 	shared->shares_written = 0;
+	shared->stop = false;
 	shared->nranges = 0;
 	shared->next_range = 0;
 	memset(shared->range_done, 0, sizeof(shared->range_done));
@@ -458,6 +460,38 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 }
 
 /*
+ * The node above reads no more rows of this scan (the query's end, a LIMIT
+ * reached, a rescan): workers still merging ranges for it stop, so the
+ * Gather's end, which waits for them, comes at once. Called in the leader
+ * before the Gather shuts its workers down: from the leader's share node's
+ * shutdown (ExecShutdownNode visits children before their parents) and
+ * from the merge node's end and rescan.
+ */
+void
+gpusort_stop_range_merges(GpuSortState *state)
+{
+	GpuSortState *share_node = state;
+	ParallelShares *shared;
+
+	if (state->plan.role == GPUSORT_MERGE_SHARES)
+	{
+		PlanState  *gather = outerPlanState(state);
+
+		if (gather == NULL || !IsA(gather, GatherState) || outerPlanState(gather) == NULL ||
+			!IsA(outerPlanState(gather), CustomScanState))
+			return;
+		share_node = (GpuSortState *) outerPlanState(gather);
+	}
+	shared = share_node->shares;
+	if (share_node->plan.role != GPUSORT_SORT_SHARE || shared == NULL || IsParallelWorker())
+		return;
+	SpinLockAcquire(&shared->mutex);
+	shared->stop = true;
+	SpinLockRelease(&shared->mutex);
+	ConditionVariableBroadcast(&shared->changed);
+}
+
+/*
  * A worker, its share written: waits for the merge's decision and, when
  * asked, merges ranges into files until none is left unclaimed.
  */
@@ -473,15 +507,18 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 	ConditionVariablePrepareToSleep(&shared->changed);
 	for (;;)
 	{
+		bool		stop;
+
 		SpinLockAcquire(&shared->mutex);
 		decision = shared->decision;
+		stop = shared->stop;
 		SpinLockRelease(&shared->mutex);
-		if (decision != MERGE_PENDING)
+		if (decision != MERGE_PENDING || stop)
 			break;
 		ConditionVariableSleep(&shared->changed, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
-	if (decision != MERGE_BY_RANGES)
+	if (decision != MERGE_BY_RANGES || shared->stop)
 		return;
 
 	spec.share_files = NULL;	/* it reads the shares' runs, writes none */
@@ -499,16 +536,20 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 		BufFile    *file;
 		int			range = -1;
 
+		bool		complete;
+
 		SpinLockAcquire(&shared->mutex);
-		if (shared->next_range < shared->nranges)
+		if (shared->next_range < shared->nranges && !shared->stop)
 			range = shared->next_range++;
 		SpinLockRelease(&shared->mutex);
 		if (range < 0)
 			break;
 		range_file_name(name, sizeof(name), range);
 		file = BufFileCreateFileSet(&shared->fileset.fs, name);
-		row_store_write_partition(store, range, file);
+		complete = row_store_write_partition(store, range, file, &shared->stop);
 		BufFileClose(file);
+		if (!complete)
+			break;				/* nobody reads it: the set's cleanup deletes it */
 		SpinLockAcquire(&shared->mutex);
 		shared->range_done[range] = true;
 		SpinLockRelease(&shared->mutex);

@@ -1750,8 +1750,9 @@ row_store_set_partitions(RowStore *store, int npartitions, const RowStoreKey *sp
 	}
 }
 
-int64
-row_store_write_partition(RowStore *store, int partition, BufFile *file)
+bool
+row_store_write_partition(RowStore *store, int partition, BufFile *file,
+						  const volatile bool *stop)
 {
 	SortedRun	out;
 	MergeInput *input;
@@ -1764,13 +1765,17 @@ row_store_write_partition(RowStore *store, int partition, BufFile *file)
 	while ((input = next_merged(store)) != NULL)
 	{
 		if ((written & 0x3fff) == 0)
+		{
 			CHECK_FOR_INTERRUPTS();
+			if (*stop)
+				break;
+		}
 		write_record(store, &out, input->keys, input->nulls, input->tuple);
 		written++;
 	}
 	flush_records(store, &out);
 	store->disk_bytes -= out.bytes; /* the caller's file, not ours */
-	return written;
+	return input == NULL;
 }
 
 void

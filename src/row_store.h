@@ -110,7 +110,9 @@ extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nruns,
  * key space; row_store_find_partitions() finds where each range starts in
  * each run and writes those offsets to a file, from which the other
  * processes' stores, opened on the same runs in the same order, take them
- * (row_store_set_partitions()).
+ * (row_store_set_partitions()). row_store_write_partition() merges one
+ * range into a file; it gives up, returning false, once *stop is set (the
+ * leader will read no more).
  */
 #define ROW_STORE_MAX_PARTITIONS 64
 
@@ -132,7 +134,8 @@ extern void row_store_find_partitions(RowStore *store, FileSet *samples_files, i
 									  const RowStoreKey *splitters, BufFile *starts);
 extern void row_store_set_partitions(RowStore *store, int npartitions,
 									 const RowStoreKey *splitters, BufFile *starts);
-extern int64 row_store_write_partition(RowStore *store, int partition, BufFile *file);
+extern bool row_store_write_partition(RowStore *store, int partition, BufFile *file,
+									  const volatile bool *stop);
 extern void row_store_read_partitions(RowStore *store, RowStorePartitionSource source,
 									  void *arg);
 
