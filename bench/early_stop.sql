@@ -3,7 +3,11 @@
 -- merge (gpusort.parallel_merge on), with the leader merging alone (off),
 -- and PostgreSQL's own plan, three times each, on the t of bench/sql_matrix.sh.
 --   bench/device_run.sh sql bench/early_stop.sql
+-- The planner leaves such a query to PostgreSQL where the outer LIMIT is
+-- small (planner.c, outer_limit_favours_postgres), so gpusort.min_rows = 0
+-- forces GpuSort here: this measures how soon its workers stop.
 \timing on
+SET gpusort.min_rows = 0;
 SET enable_gathermerge = off;	-- the parallel GpuSort's plan, not partial sorts
 SELECT count(*) AS rows_in_t FROM t;
 \set q 'SELECT count(*) FROM (SELECT * FROM (SELECT * FROM t ORDER BY k OFFSET 0) s LIMIT 5) x'

@@ -37,6 +37,15 @@ SET work_mem = '4GB';
 EXPLAIN (COSTS OFF) SELECT g FROM generate_series(1, 10000000) g ORDER BY g;
 SET work_mem = '4MB';
 EXPLAIN (COSTS OFF) SELECT g FROM generate_series(1, 10000000) g ORDER BY g;
+-- a LIMIT above a subquery's scan reaches PostgreSQL's Sort as a bound at
+-- run time (a top-N heapsort) but not GpuSort, which would sort every
+-- row: a small one leaves the subquery's sort to PostgreSQL, a large one
+-- (where the heapsort is no cheaper) does not
+SET work_mem = '4GB';
+EXPLAIN (COSTS OFF)
+SELECT * FROM (SELECT g FROM generate_series(1, 10000000) g ORDER BY g) s LIMIT 10;
+EXPLAIN (COSTS OFF)
+SELECT * FROM (SELECT g FROM generate_series(1, 10000000) g ORDER BY g) s LIMIT 5000000;
 RESET work_mem;
 SET gpusort.min_rows = 0;
 

@@ -660,6 +660,31 @@ reads_citus_results(Path *path)
 		strncmp(((CustomPath *) path)->methods->CustomName, "Citus", 5) == 0;
 }
 
+/*
+ * A subquery's ORDER BY with no LIMIT of its own, whose rows the level above
+ * reads only up to its LIMIT: set_subquery_pathlist() then passes that
+ * count down as tuple_fraction (>= 1: a number of rows), and at run time
+ * the Limit hands it through the subquery's scan to a Sort, or to the Sorts
+ * under a Gather Merge (ExecSetTupleBound), which keep only that many rows
+ * (a top-N heapsort). PostgreSQL 15 hands it to no custom scan, so GpuSort
+ * would sort every row. Does the heapsort with that bound cost less than
+ * GpuSort's full sort? Then GpuSort stays out. (Where a filter on the
+ * subquery's scan keeps the bound from the Sort, both sort every row, and
+ * the Sort is only what PostgreSQL would have run without gpusort.)
+ */
+static bool
+outer_limit_favours_postgres(PlannerInfo *root, Path *input, CustomPath *full)
+{
+	Path		top_n;
+
+	if (root->parent_root == NULL || root->limit_tuples >= 0 || root->tuple_fraction < 1.0 ||
+		full == NULL || gpusort_min_rows == 0)
+		return false;
+	cost_sort(&top_n, root, root->sort_pathkeys, input->total_cost, input->rows,
+			  input->pathtarget->width, 0.0, work_mem, root->tuple_fraction);
+	return top_n.total_cost < full->path.total_cost;
+}
+
 static void
 add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
 {
@@ -686,6 +711,8 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	if (citus_merge && root->parse->limitCount != NULL)
 		return;
 	full = make_gpusort_path(root, output_rel, input, false, NULL, &approximate);
+	if (outer_limit_favours_postgres(root, input, full))
+		return;
 	if (full != NULL && !approximate)
 		partitionwise = make_partitionwise_path(root, input_rel, input, parallel_possible);
 
