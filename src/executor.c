@@ -328,8 +328,10 @@ rescan_gpusort(CustomScanState *node)
 	if (child->chgParam != NULL || (state->plan.bounded && node->ss.ps.chgParam != NULL) ||
 		state->plan.role != GPUSORT_SORT_ALL)
 	{
-		/* new input: sort again from scratch */
-		gpusort_stop_range_merges(state);
+		/* new input: sort again from scratch (a merge of shares first
+		 * stops its helpers, whom the Gather's rescan waits for) */
+		if (state->plan.role == GPUSORT_MERGE_SHARES)
+			gpusort_stop_range_merges(state);
 		drop_rows(state);
 		if (child->chgParam == NULL)
 			ExecReScan(child);

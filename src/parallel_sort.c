@@ -460,12 +460,13 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 }
 
 /*
- * The node above reads no more rows of this scan (the query's end, a LIMIT
- * reached, a rescan): workers still merging ranges for it stop, so the
- * Gather's end, which waits for them, comes at once. Called in the leader
- * before the Gather shuts its workers down: from the leader's share node's
- * shutdown (ExecShutdownNode visits children before their parents) and
- * from the merge node's end and rescan.
+ * The node above reads no more rows of this scan (the query's end, a
+ * rescan): workers still merging ranges for it stop, so the Gather's
+ * shutdown, which waits for them, comes at once. `state` is either node:
+ * the leader's share node as ExecShutdownNode reaches it (it visits
+ * children before their parents, so before the Gather), or the merge node
+ * as it ends or rescans (before it rescans the Gather). Never the share
+ * node's rescan: that comes when the Gather has started the next scan.
  */
 void
 gpusort_stop_range_merges(GpuSortState *state)
@@ -475,7 +476,8 @@ gpusort_stop_range_merges(GpuSortState *state)
 
 	if (state->plan.role == GPUSORT_MERGE_SHARES)
 	{
-		PlanState  *gather = outerPlanState(state);
+		PlanState  *gather = state->css.custom_ps != NIL ?
+			(PlanState *) linitial(state->css.custom_ps) : NULL;
 
 		if (gather == NULL || !IsA(gather, GatherState) || outerPlanState(gather) == NULL ||
 			!IsA(outerPlanState(gather), CustomScanState))

@@ -590,6 +590,17 @@ flush_records(RowStore *store, SortedRun *run)
 	store->write_buffered = 0;
 }
 
+/* A run is written: its records flushed, and its samples file closed (the
+ * leader opens it again by name), so a share's runs hold no buffer for it. */
+static void
+finish_run(RowStore *store, SortedRun *run)
+{
+	flush_records(store, run);
+	if (run->samples != NULL)
+		BufFileClose(run->samples);
+	run->samples = NULL;
+}
+
 /* Notes the keys of the record about to start at the run's end, in the
  * run's samples file (memory holds none). */
 static void
@@ -768,8 +779,9 @@ drop_run(RowStore *store, SortedRun *run)
 		row_store_share_file_name(name, sizeof(name), store->spec.share, run->file_number);
 		BufFileDeleteFileSet(store->spec.share_files, name, false);
 		if (run->samples != NULL)
-		{
 			BufFileClose(run->samples);
+		if (store->sample_runs)
+		{
 			row_store_share_samples_name(name, sizeof(name), store->spec.share,
 										 run->file_number);
 			BufFileDeleteFileSet(store->spec.share_files, name, false);
@@ -826,7 +838,7 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 		}
 		write_record(store, run, keys, nulls, store->tuples[row]);
 	}
-	flush_records(store, run);
+	finish_run(store, run);
 	if (limit > 0 && nout == limit &&
 		(!store->have_threshold ||
 		 compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0))
@@ -1333,7 +1345,7 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 		write_record(store, merged, input->keys, input->nulls, input->tuple);
 		written++;
 	}
-	flush_records(store, merged);
+	finish_run(store, merged);
 	for (int i = 0; i < count; i++)
 	{
 		drop_run(store, store->runs[first + i]);
