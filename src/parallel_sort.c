@@ -379,6 +379,19 @@ sharing_processes(GatherState *gather, GpuSortState *share_node)
 	return processes;
 }
 
+/* The share node under a merge node's Gather, or NULL where the plan is
+ * not that shape. */
+static GpuSortState *
+share_node_below(GpuSortState *merge_node, PlanState *gather)
+{
+	PlanState  *share = gather != NULL && IsA(gather, GatherState) ? outerPlanState(gather) : NULL;
+
+	if (share == NULL || !IsA(share, CustomScanState) ||
+		((CustomScanState *) share)->methods != merge_node->css.methods)
+		return NULL;
+	return (GpuSortState *) share;
+}
+
 /*
  * GPUSORT_MERGE_SHARES: runs the Gather below until every share is sorted
  * and returns a row store merging the runs of every share, ready for
@@ -396,13 +409,10 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	int			processes = -1;
 	bool		workers_wait = false;
 
-	if (!IsA(gather_state, GatherState) || outerPlanState(gather_state) == NULL ||
-		!IsA(outerPlanState(gather_state), CustomScanState) ||
-		((CustomScanState *) outerPlanState(gather_state))->methods !=
-		((CustomScanState *) state)->methods)
+	share_node = share_node_below(state, gather_state);
+	if (share_node == NULL)
 		elog(ERROR, "gpusort: a parallel merge is not above a Gather of sorted shares");
 	gather = (GatherState *) gather_state;
-	share_node = (GpuSortState *) outerPlanState(gather_state);
 	/* (read as the Gather makes its shared memory, on its first call) */
 	share_node->ranges_allowed = spec->bound == 0 && !spec->random_access && gpusort_parallel_merge;
 
@@ -475,18 +485,12 @@ gpusort_stop_range_merges(GpuSortState *state)
 	ParallelShares *shared;
 
 	if (state->plan.role == GPUSORT_MERGE_SHARES)
-	{
-		PlanState  *gather = state->css.custom_ps != NIL ?
-			(PlanState *) linitial(state->css.custom_ps) : NULL;
-
-		if (gather == NULL || !IsA(gather, GatherState) || outerPlanState(gather) == NULL ||
-			!IsA(outerPlanState(gather), CustomScanState))
-			return;
-		share_node = (GpuSortState *) outerPlanState(gather);
-	}
-	shared = share_node->shares;
-	if (share_node->plan.role != GPUSORT_SORT_SHARE || shared == NULL || IsParallelWorker())
+		share_node = share_node_below(state, state->css.custom_ps != NIL ?
+									  linitial(state->css.custom_ps) : NULL);
+	if (share_node == NULL || share_node->plan.role != GPUSORT_SORT_SHARE ||
+		share_node->shares == NULL || IsParallelWorker())
 		return;
+	shared = share_node->shares;
 	SpinLockAcquire(&shared->mutex);
 	shared->stop = true;
 	SpinLockRelease(&shared->mutex);
@@ -503,14 +507,13 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 	ParallelShares *shared = state->shares;
 	RowStoreSpec spec = *share_spec;
 	MergeDecision decision;
+	bool		stop;
 	RowStore   *store;
 	BufFile    *starts;
 
 	ConditionVariablePrepareToSleep(&shared->changed);
 	for (;;)
 	{
-		bool		stop;
-
 		SpinLockAcquire(&shared->mutex);
 		decision = shared->decision;
 		stop = shared->stop;
@@ -520,7 +523,7 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 		ConditionVariableSleep(&shared->changed, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
-	if (decision != MERGE_BY_RANGES || shared->stop)
+	if (decision != MERGE_BY_RANGES || stop)
 		return;
 
 	spec.share_files = NULL;	/* it reads the shares' runs, writes none */
@@ -537,7 +540,6 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 		char		name[MAXPGPATH];
 		BufFile    *file;
 		int			range = -1;
-
 		bool		complete;
 
 		SpinLockAcquire(&shared->mutex);

@@ -87,7 +87,8 @@ typedef struct SortedRun
 	int64		bytes;
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
 	/* a parallel share's run: its samples, written to a file of their own
-	 * as the run is (int64 offset, keys, NULL flags each, in order) */
+	 * as the run is (int64 offset, keys, NULL flags each, in order); open
+	 * only while the run is written */
 	BufFile    *samples;
 	int64		nsamples;
 	int64		next_sample;	/* the first offset the next sample may have */
@@ -778,8 +779,6 @@ drop_run(RowStore *store, SortedRun *run)
 
 		row_store_share_file_name(name, sizeof(name), store->spec.share, run->file_number);
 		BufFileDeleteFileSet(store->spec.share_files, name, false);
-		if (run->samples != NULL)
-			BufFileClose(run->samples);
 		if (store->sample_runs)
 		{
 			row_store_share_samples_name(name, sizeof(name), store->spec.share,
@@ -1883,9 +1882,6 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 			/* shared files, opened again by name by the leader */
 			BufFileClose(run->file);
 			runs[r].file = NULL;
-			if (run->samples != NULL)
-				BufFileClose(run->samples);
-			run->samples = NULL;
 		}
 	}
 	*runs_out = runs;
@@ -2109,10 +2105,6 @@ row_store_end(RowStore *store)
 {
 	close_partition(store);
 	for (int r = 0; r < store->nruns; r++)
-	{
 		BufFileClose(store->runs[r]->file);
-		if (store->runs[r]->samples != NULL)
-			BufFileClose(store->runs[r]->samples);
-	}
 	MemoryContextDelete(store->context);
 }
