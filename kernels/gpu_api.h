@@ -142,6 +142,22 @@ extern gpu_status gpu_minmax(const uint64_t *keys, size_t n,
 							 uint64_t *min_key, uint64_t *max_key,
 							 gpu_timing *timing);
 
+/*
+ * A spilled sort's rows in device memory (the GPU service's rows jobs):
+ * unlike the sorts above, the buffer outlives the call that made it and is
+ * the caller's to destroy. Bytes are appended at the end; permute lays the
+ * records out again so that output record i is input bytes [from[i],
+ * from[i] + to[i + 1] - to[i]) (to[0] = 0, to[n] = every byte held), and
+ * the ordered bytes replace the input; read copies any range back.
+ */
+typedef struct gpu_rows gpu_rows;
+extern gpu_status gpu_rows_create(size_t capacity_bytes, gpu_rows **rows);
+extern gpu_status gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes);
+extern gpu_status gpu_rows_permute(gpu_rows *rows, const uint64_t *from, const uint64_t *to,
+								   size_t n, gpu_timing *timing);
+extern gpu_status gpu_rows_read(gpu_rows *rows, size_t offset, void *host, size_t bytes);
+extern void gpu_rows_destroy(gpu_rows *rows);
+
 /* Page-locked host memory, for fast transfers. */
 extern gpu_status gpu_host_alloc(size_t bytes, void **pointer);
 extern void gpu_host_free(void *pointer);

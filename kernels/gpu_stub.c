@@ -87,3 +87,48 @@ gpu_host_unregister(void *pointer)
 {
 	(void) pointer;
 }
+
+gpu_status
+gpu_rows_create(size_t capacity_bytes, gpu_rows **rows)
+{
+	(void) capacity_bytes;
+	*rows = NULL;
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
+gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes)
+{
+	(void) rows;
+	(void) host;
+	(void) bytes;
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
+gpu_rows_permute(gpu_rows *rows, const uint64_t *from, const uint64_t *to, size_t n,
+				 gpu_timing *timing)
+{
+	(void) rows;
+	(void) from;
+	(void) to;
+	(void) n;
+	(void) timing;
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
+gpu_rows_read(gpu_rows *rows, size_t offset, void *host, size_t bytes)
+{
+	(void) rows;
+	(void) offset;
+	(void) host;
+	(void) bytes;
+	return GPU_UNAVAILABLE;
+}
+
+void
+gpu_rows_destroy(gpu_rows *rows)
+{
+	(void) rows;
+}

@@ -343,6 +343,11 @@ estimate_gpu_bytes(const gs_message *job)
 
 	switch (job->kind)
 	{
+		case GS_JOB_ROWS:
+			/* the rows twice while they are laid out in order, their
+			 * offsets, and the sort of their keys with its row index */
+			return 2 * job->capacity_bytes + n * (3 * sizeof(uint64_t)) +
+				n * (2 * sizeof(uint64_t) + 2 * sizeof(uint32_t)) + JOB_OVERHEAD_BYTES;
 		case GS_JOB_MINMAX:
 			return n * sizeof(uint64_t) + JOB_OVERHEAD_BYTES;
 		case GS_JOB_APPROX:
@@ -579,6 +584,8 @@ valid_job(const gs_message *job)
 		return false;
 	if (job->kind == GS_JOB_MINMAX)
 		return job->key_bytes == 8 && !job->with_index;
+	if (job->kind == GS_JOB_ROWS)
+		return job->capacity_bytes > 0 && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS;
 	if (job->kind != GS_JOB_SORT && job->kind != GS_JOB_APPROX)
 		return false;
 	if ((job->key_bytes != 4 && job->key_bytes != 8) || job->key_bits > job->key_bytes * 8)
@@ -633,6 +640,328 @@ move_pieces(int fd, char *buffer, uint64_t area_bytes, char *slot, uint64_t slot
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * Rows jobs: a spilled sort's rows, held until the client closes
+ * ------------------------------------------------------------------------ */
+
+/* A rows job's slot: records move through it a batch at a time. */
+#define ROWS_SLOT_BYTES ((uint64_t) 16 << 20)
+
+typedef struct RowsJob
+{
+	const gs_message *submit;
+	gpu_rows   *device;			/* the records on the GPU, or (emulated) */
+	char	   *host;			/* ... in this process's memory */
+	uint64_t	capacity;
+	uint64_t	used;			/* bytes held */
+	uint64_t	n;				/* records held */
+	uint64_t	allocated;		/* records the arrays below have room for */
+	uint64_t   *offsets;		/* where each record starts */
+	uint32_t   *lengths;		/* its bytes */
+	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
+	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
+	gs_key_column columns[GS_MAX_KEY_COLUMNS];
+	bool		sorted;
+} RowsJob;
+
+static void
+rows_job_free(RowsJob *rows)
+{
+	gpu_rows_destroy(rows->device);
+	free(rows->host);
+	free(rows->offsets);
+	free(rows->lengths);
+	for (int k = 0; k < GS_MAX_KEY_COLUMNS; k++)
+	{
+		free(rows->column_keys[k]);
+		free(rows->column_nulls[k]);
+	}
+}
+
+static bool
+rows_job_grow(RowsJob *rows, uint64_t records)
+{
+	uint64_t	size = rows->allocated;
+
+	if (records <= size)
+		return true;
+	while (size < records)
+		size = size < 65536 ? 65536 : size * 2;
+	if ((rows->offsets = realloc(rows->offsets, size * sizeof(uint64_t))) == NULL ||
+		(rows->lengths = realloc(rows->lengths, size * sizeof(uint32_t))) == NULL)
+		return false;
+	for (uint32_t k = 0; k < rows->submit->nkeys; k++)
+		if ((rows->column_keys[k] = realloc(rows->column_keys[k], size * sizeof(uint64_t))) == NULL ||
+			(rows->column_nulls[k] = realloc(rows->column_nulls[k], size)) == NULL)
+			return false;
+	rows->allocated = size;
+	return true;
+}
+
+/*
+ * A batch of `records` records in the slot's first `length` bytes: each is
+ * checked (its two lengths agree, it ends within the batch), its keys
+ * noted, and the batch appended. The status, and a message when not OK.
+ */
+static gpu_status
+rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t records,
+				char *message, size_t message_size)
+{
+	const uint32_t nkeys = rows->submit->nkeys;
+	const uint64_t header = sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1);
+	uint64_t	position = 0;
+	uint64_t	first = rows->n;
+
+	if (records > rows->submit->n - rows->n || length > rows->capacity - rows->used)
+	{
+		snprintf(message, message_size, "more rows than the job was admitted for");
+		return GPU_INVALID;
+	}
+	if (!rows_job_grow(rows, rows->n + records))
+	{
+		snprintf(message, message_size, "the service is out of host memory");
+		return GPU_OUT_OF_MEMORY;
+	}
+	for (uint64_t i = 0; i < records; i++)
+	{
+		uint32_t	tuple_length,
+					trailer;
+		const char *record = slot + position;
+		uint64_t	row = first + i;
+
+		if (length - position < header)
+			break;
+		memcpy(&tuple_length, record, sizeof(tuple_length));
+		if (length - position < gs_row_record_bytes(nkeys, tuple_length))
+			break;
+		memcpy(&trailer, record + header + tuple_length, sizeof(trailer));
+		if (trailer != tuple_length)
+			break;
+		for (uint32_t k = 0; k < nkeys; k++)
+		{
+			uint64_t	key;
+			bool		is_null = record[sizeof(uint32_t) + nkeys * sizeof(uint64_t) + k] != 0;
+
+			memcpy(&key, record + sizeof(uint32_t) + k * sizeof(uint64_t), sizeof(key));
+			rows->column_keys[k][row] = is_null ? 0 : key;
+			rows->column_nulls[k][row] = is_null;
+			gs_key_column_observe(&rows->columns[k], is_null, key);
+		}
+		rows->offsets[row] = rows->used + position;
+		rows->lengths[row] = (uint32_t) gs_row_record_bytes(nkeys, tuple_length);
+		position += rows->lengths[row];
+		rows->n++;
+	}
+	if (rows->n != first + records || position != length)
+	{
+		rows->n = first;
+		snprintf(message, message_size, "a batch of rows is malformed");
+		return GPU_INVALID;
+	}
+	if (rows->host != NULL)
+		memcpy(rows->host + rows->used, slot, length);
+	else
+	{
+		gpu_status	status = gpu_rows_append(rows->device, slot, length);
+
+		if (status != GPU_OK)
+		{
+			rows->n = first;
+			snprintf(message, message_size, "%s", gpu_last_error());
+			return status;
+		}
+	}
+	rows->used += length;
+	return GPU_OK;
+}
+
+/* Sorts the records by their keys and lays them out in that order. */
+static gpu_status
+rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
+{
+	gs_key_layout layout;
+	gs_sort_request settings;
+	gs_sort_report report;
+	gs_status	sorted;
+	gpu_status	status = GPU_OK;
+	uint32_t   *order = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint32_t));
+	uint64_t   *from = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint64_t));
+	uint64_t   *to = malloc((rows->n + 1) * sizeof(uint64_t));
+
+	if (order == NULL || from == NULL || to == NULL)
+	{
+		snprintf(done->message, sizeof(done->message), "the service is out of host memory");
+		status = GPU_OUT_OF_MEMORY;
+		goto out;
+	}
+	if (gs_key_layout_build(&layout, rows->columns, (int) rows->submit->nkeys) != GS_OK)
+	{
+		snprintf(done->message, sizeof(done->message), "cannot lay out the sort keys");
+		status = GPU_INVALID;
+		goto out;
+	}
+	gs_sort_request_init(&settings);
+	settings.algorithm = GS_ALGO_RADIX;
+	settings.device = service.emulated ? GS_DEVICE_CPU : GS_DEVICE_GPU;
+	settings.gpu_memory_limit = rows->submit->memory_limit;
+	settings.poll = client_cancelled;
+	settings.poll_arg = client_fd;
+	memset(&report, 0, sizeof(report));
+	sorted = rows->n > 0 ?
+		gs_sort_rows(&layout, rows->n, (const uint64_t *const *) rows->column_keys,
+					 (const bool *const *) rows->column_nulls, &settings, order, &report) :
+		GS_OK;
+	if (sorted != GS_OK)
+	{
+		status = gpu_status_of(sorted);
+		snprintf(done->message, sizeof(done->message), "%s",
+				 report.gpu_message[0] ? report.gpu_message : "the sort of the rows' keys failed");
+		goto out;
+	}
+	to[0] = 0;
+	for (uint64_t i = 0; i < rows->n; i++)
+	{
+		from[i] = rows->offsets[order[i]];
+		to[i + 1] = to[i] + rows->lengths[order[i]];
+	}
+	done->timing.upload_ms = (float) report.upload_ms;
+	done->timing.sort_ms = (float) (report.sort_ms + report.download_ms);
+	if (rows->host != NULL)
+	{
+		char	   *ordered = malloc(rows->used > 0 ? rows->used : 1);
+
+		if (ordered == NULL)
+		{
+			snprintf(done->message, sizeof(done->message), "the service is out of host memory");
+			status = GPU_OUT_OF_MEMORY;
+			goto out;
+		}
+		for (uint64_t i = 0; i < rows->n; i++)
+			memcpy(ordered + to[i], rows->host + from[i], to[i + 1] - to[i]);
+		free(rows->host);
+		rows->host = ordered;
+	}
+	else
+	{
+		gpu_timing	permute;
+
+		memset(&permute, 0, sizeof(permute));
+		status = gpu_rows_permute(rows->device, from, to, rows->n, &permute);
+		if (status != GPU_OK)
+		{
+			snprintf(done->message, sizeof(done->message), "%s", gpu_last_error());
+			goto out;
+		}
+		done->timing.upload_ms += permute.upload_ms;
+		done->timing.sort_ms += permute.sort_ms;
+	}
+	rows->sorted = true;
+	done->valid_outputs = rows->n;
+out:
+	free(order);
+	free(from);
+	free(to);
+	return status;
+}
+
+/* Reads bytes [offset, offset + length) of the ordered records into the slot. */
+static gpu_status
+rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length)
+{
+	if (rows->host != NULL)
+	{
+		memcpy(slot, rows->host + offset, length);
+		return GPU_OK;
+	}
+	return gpu_rows_read(rows->device, offset, slot, length);
+}
+
+/*
+ * An admitted rows job, to its end: PUTs until RUN, then GETs until the
+ * client closes. A failure is answered with a DONE that says so; a GPU
+ * failure then ends the process, as a failed sort does.
+ */
+static void
+serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, double queue_ms)
+{
+	RowsJob		rows;
+	gs_message	message;
+	gs_message	reply;
+	gpu_status	status = GPU_OK;
+
+	memset(&rows, 0, sizeof(rows));
+	rows.submit = job;
+	rows.capacity = job->capacity_bytes;
+	for (uint32_t k = 0; k < job->nkeys; k++)
+		gs_key_column_init(&rows.columns[k], (job->descending_mask >> k) & 1,
+						   (job->nulls_first_mask >> k) & 1);
+	memset(&reply, 0, sizeof(reply));
+	if (service.emulated)
+	{
+		if ((rows.host = malloc(rows.capacity)) == NULL)
+		{
+			status = GPU_OUT_OF_MEMORY;
+			snprintf(reply.message, sizeof(reply.message),
+					 "the service could not allocate %llu MB of host memory for the rows",
+					 (unsigned long long) (rows.capacity >> 20));
+		}
+	}
+	else if ((status = gpu_rows_create(rows.capacity, &rows.device)) != GPU_OK)
+		snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
+
+	while (status == GPU_OK && receive_message(fd, &message))
+	{
+		memset(&reply, 0, sizeof(reply));
+		if (message.type == GS_MSG_PUT && !rows.sorted && message.length <= slot_bytes)
+		{
+			status = rows_job_append(&rows, slot, message.length, message.records,
+									 reply.message, sizeof(reply.message));
+			reply.type = GS_MSG_ACK;
+			reply.records = rows.n;
+			reply.offset = rows.used;
+		}
+		else if (message.type == GS_MSG_RUN && !rows.sorted)
+		{
+			reply.type = GS_MSG_DONE;
+			status = rows_job_sort(&rows, &fd, &reply);
+			reply.queue_ms = queue_ms;
+			if (status == GPU_INTERRUPTED)
+				break;
+		}
+		else if (message.type == GS_MSG_GET && rows.sorted && message.length <= slot_bytes &&
+				 message.offset <= rows.used && message.length <= rows.used - message.offset)
+		{
+			status = rows_job_read(&rows, slot, message.offset, message.length);
+			if (status != GPU_OK)
+				snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
+			reply.type = GS_MSG_ACK;
+			reply.offset = message.offset;
+			reply.length = message.length;
+		}
+		else
+			break;				/* out of turn, or a cancel: the job ends */
+		if (status != GPU_OK)
+			break;
+		if (!send_message(fd, &reply, -1))
+			break;
+	}
+	if (status != GPU_OK && status != GPU_INTERRUPTED)
+	{
+		reply.type = GS_MSG_DONE;
+		reply.status = status;
+		if (reply.message[0] == '\0')
+			snprintf(reply.message, sizeof(reply.message), "%s",
+					 service.emulated ? "the emulated GPU failed" : gpu_last_error());
+		send_message(fd, &reply, -1);
+	}
+	rows_job_free(&rows);
+	if (status == GPU_FAILED && !service.emulated)
+	{
+		log_line("a GPU failure: %s; restarting the GPU's process", reply.message);
+		exit(GPUD_EXIT_DEVICE_FAULT);
+	}
+}
+
 static void *
 serve_connection(void *arg)
 {
@@ -677,9 +1006,14 @@ serve_connection(void *arg)
 		goto out;
 	}
 	area_bytes = gs_job_area_bytes(job.n, job.key_bytes, job.with_index);
-	/* the slot holds the whole area, or (chunked) pieces of it */
-	chunked = area_bytes > service.staging_bytes / SLOT_ALIGN * SLOT_ALIGN;
-	if (chunked)
+	/* the slot holds the whole area, or (chunked) pieces of it; a rows job
+	 * moves batches through a slot of its own size */
+	chunked = job.kind != GS_JOB_ROWS &&
+		area_bytes > service.staging_bytes / SLOT_ALIGN * SLOT_ALIGN;
+	if (job.kind == GS_JOB_ROWS)
+		slot_bytes = (service.staging_bytes < ROWS_SLOT_BYTES ?
+					  service.staging_bytes : ROWS_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
+	else if (chunked)
 		slot_bytes = (service.staging_bytes < CHUNK_SLOT_BYTES ?
 					  service.staging_bytes : CHUNK_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
 	else
@@ -726,6 +1060,11 @@ serve_connection(void *arg)
 		admitted.queue_ms = queue_ms;
 		if (!send_message(fd, &admitted, -1))
 			goto done_with_slot;
+	}
+	if (job.kind == GS_JOB_ROWS)
+	{
+		serve_rows(fd, &job, service.staging + slot_offset, slot_bytes, queue_ms);
+		goto done_with_slot;
 	}
 
 	if (chunked)

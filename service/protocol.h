@@ -29,6 +29,16 @@
  *
  * Any message during a RUN, or the connection closing, cancels the job.
  *
+ * A rows job (GS_JOB_ROWS) holds one spilled sort's rows in the service's
+ * GPU memory instead of temporary files: the client PUTs batches of
+ * records, in any order, through its slot ("the slot holds `n` records,
+ * `length` bytes" -> ACK); RUN sorts them all by their keys on the GPU and
+ * lays them out in that order (-> DONE); GETs read the ordered records
+ * back, any range, any number of times, until the client closes. A record
+ * is laid out as row_store.c writes its runs: uint32 tuple length, the
+ * encoded keys (uint64 each), the NULL flags (a byte each), the tuple,
+ * uint32 tuple length again.
+ *
  * A job's data (its "area") is its keys, then (8-byte aligned) its row
  * index: gs_job_area_bytes(). It sits in the slot when it fits the staging
  * area ("direct"); otherwise it streams through the slot in pieces into a
@@ -52,7 +62,7 @@
 #define GPUD_EXIT_DEVICE_FAULT 3
 
 /* Bumped whenever a message changes; both sides refuse another version. */
-#define GS_SERVICE_PROTOCOL 1
+#define GS_SERVICE_PROTOCOL 2
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -77,7 +87,8 @@ typedef enum gs_job_kind
 {
 	GS_JOB_SORT = 1,			/* gpu_sort */
 	GS_JOB_APPROX,				/* gpu_approx_sort */
-	GS_JOB_MINMAX				/* gpu_minmax */
+	GS_JOB_MINMAX,				/* gpu_minmax */
+	GS_JOB_ROWS					/* a spilled sort's rows (gpu_rows_open) */
 } gs_job_kind;
 
 /* Why the service did not take a job (REFUSED). */
@@ -118,6 +129,12 @@ typedef struct gs_message
 	uint64_t	limit;
 	uint64_t	memory_limit;	/* the per-sort cap, bytes, 0 = none */
 	int64_t		wait_ms;		/* longest wait for admission; -1 = no bound */
+	/* SUBMIT, rows jobs: at most `n` records of at most `capacity_bytes`,
+	 * `nkeys` key columns; bit k of the masks is key column k's */
+	uint64_t	capacity_bytes;
+	uint32_t	nkeys;
+	uint32_t	descending_mask;
+	uint32_t	nulls_first_mask;
 
 	/* ADMITTED */
 	uint64_t	slot_offset;	/* in the staging area */
@@ -128,9 +145,11 @@ typedef struct gs_message
 	/* REFUSED */
 	uint32_t	refusal;		/* gs_refusal */
 
-	/* PUT, GET: a piece of the area, through the slot */
+	/* PUT, GET: a piece of the area, through the slot (a rows job's PUT:
+	 * `records` records of `length` bytes; its ACK: the totals so far) */
 	uint64_t	offset;
 	uint64_t	length;
+	uint64_t	records;
 
 	/* DONE */
 	int32_t		status;			/* gpu_status */
@@ -158,6 +177,14 @@ static inline uint64_t
 gs_job_area_bytes(uint64_t n, uint32_t key_bytes, int with_index)
 {
 	return gs_align8(n * key_bytes) + (with_index ? n * sizeof(uint32_t) : 0);
+}
+
+/* Bytes of a rows job's record with `nkeys` keys around a tuple of
+ * `tuple_length` bytes (see GS_JOB_ROWS above). */
+static inline uint64_t
+gs_row_record_bytes(uint32_t nkeys, uint32_t tuple_length)
+{
+	return 2 * sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1) + tuple_length;
 }
 
 /* Where the row index starts in the area. */

@@ -1,0 +1,206 @@
+/*
+ * gpu_rows.cu — a spilled sort's rows held in device memory (the GPU
+ * service's rows jobs, service/gpud.c): records appended as they come,
+ * then laid out again in an order the caller computed, then read back in
+ * pieces. Unlike the sorts of gpu_sort.cu, the buffer outlives the call
+ * that made it: it is the caller's until gpu_rows_destroy().
+ *
+ * Each handle has a stream of its own; every call waits for its work
+ * before it returns, so a failure is reported by the call that caused it.
+ */
+#include "gpu_common.cuh"
+
+#include <stdlib.h>
+
+struct gpu_rows
+{
+	char	   *records;		/* capacity bytes */
+	size_t		capacity;
+	size_t		used;
+	cudaStream_t stream;
+};
+
+namespace gs_gpu {
+
+/* Record i of the output is bytes [from[i], from[i] + to[i + 1] - to[i])
+ * of the input: one warp a record, its lanes copying bytes side by side. */
+__global__ void
+gather_records(const char *__restrict__ input, char *__restrict__ output,
+			   const uint64_t *__restrict__ from, const uint64_t *__restrict__ to, size_t n)
+{
+	const size_t warp = ((size_t) blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	const unsigned lane = threadIdx.x % 32;
+	const size_t warps = (size_t) gridDim.x * blockDim.x / 32;
+
+	for (size_t i = warp; i < n; i += warps)
+	{
+		const char *source = input + from[i];
+		char	   *target = output + to[i];
+		const uint64_t length = to[i + 1] - to[i];
+
+		for (uint64_t b = lane; b < length; b += 32)
+			target[b] = source[b];
+	}
+}
+
+static gpu_status
+synchronized(gpu_rows *rows, cudaError_t error, const char *what)
+{
+	if (error == cudaSuccess)
+		error = cudaStreamSynchronize(rows->stream);
+	return cuda_failure(error, what);
+}
+
+}							/* namespace gs_gpu */
+
+using namespace gs_gpu;
+
+extern "C" gpu_status
+gpu_rows_create(size_t capacity_bytes, gpu_rows **result)
+{
+	return guard_entry("gpu_rows_create", [&]() -> gpu_status {
+		gpu_rows   *rows;
+		gpu_status	status;
+
+		*result = nullptr;
+		GS_TRY(ensure_device());
+		rows = static_cast<gpu_rows *>(calloc(1, sizeof(gpu_rows)));
+		if (rows == nullptr)
+			return entry_failed("gpu_rows_create", "out of host memory");
+		status = cuda_failure(cudaStreamCreateWithFlags(&rows->stream, cudaStreamNonBlocking),
+							  "cudaStreamCreateWithFlags");
+		if (status != GPU_OK)
+		{
+			free(rows);
+			return status;
+		}
+		status = cuda_failure(cudaMalloc(&rows->records, capacity_bytes > 0 ? capacity_bytes : 16),
+							  "cudaMalloc (rows)");
+		if (status != GPU_OK)
+		{
+			cudaStreamDestroy(rows->stream);
+			free(rows);
+			return status;
+		}
+		rows->capacity = capacity_bytes;
+		*result = rows;
+		return GPU_OK;
+	});
+}
+
+extern "C" gpu_status
+gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes)
+{
+	return guard_entry("gpu_rows_append", [&]() -> gpu_status {
+		if (bytes > rows->capacity - rows->used)
+		{
+			set_message("gpu_rows_append: %zu bytes do not fit the %zu left", bytes,
+						rows->capacity - rows->used);
+			return GPU_INVALID;
+		}
+		GS_TRY(synchronized(rows, cudaMemcpyAsync(rows->records + rows->used, host, bytes,
+												  cudaMemcpyHostToDevice, rows->stream),
+							"cudaMemcpyAsync (append rows)"));
+		rows->used += bytes;
+		return GPU_OK;
+	});
+}
+
+extern "C" gpu_status
+gpu_rows_permute(gpu_rows *rows, const uint64_t *from, const uint64_t *to, size_t n,
+				 gpu_timing *timing)
+{
+	return guard_entry("gpu_rows_permute", [&]() -> gpu_status {
+		uint64_t   *device_offsets = nullptr;
+		char	   *output = nullptr;
+		size_t		total = to[n];
+		size_t		offsets_bytes = (2 * n + 1) * sizeof(uint64_t);
+		cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
+		gpu_status	status;
+
+		if (total != rows->used)
+		{
+			set_message("gpu_rows_permute: the order covers %zu bytes of %zu", total, rows->used);
+			return GPU_INVALID;
+		}
+		for (int i = 0; i < 3; i++)
+			GS_TRY(cuda_failure(cudaEventCreate(&marks[i]), "cudaEventCreate"));
+		status = cuda_failure(cudaMalloc(&device_offsets, offsets_bytes), "cudaMalloc (offsets)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&output, total > 0 ? total : 16),
+								  "cudaMalloc (ordered rows)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaEventRecord(marks[0], rows->stream), "cudaEventRecord");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMemcpyAsync(device_offsets, from, n * sizeof(uint64_t),
+												  cudaMemcpyHostToDevice, rows->stream),
+								  "cudaMemcpyAsync (offsets)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMemcpyAsync(device_offsets + n, to,
+												  (n + 1) * sizeof(uint64_t),
+												  cudaMemcpyHostToDevice, rows->stream),
+								  "cudaMemcpyAsync (offsets)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaEventRecord(marks[1], rows->stream), "cudaEventRecord");
+		if (status == GPU_OK && n > 0)
+		{
+			int			blocks = device_properties().multiProcessorCount * 8;
+
+			gather_records<<<blocks, 256, 0, rows->stream>>>(rows->records, output,
+															device_offsets,
+															device_offsets + n, n);
+			status = cuda_failure(cudaGetLastError(), "gather_records");
+		}
+		if (status == GPU_OK)
+			status = cuda_failure(cudaEventRecord(marks[2], rows->stream), "cudaEventRecord");
+		if (status == GPU_OK)
+			status = synchronized(rows, cudaSuccess, "gather_records");
+		if (status == GPU_OK && timing != nullptr)
+		{
+			cudaEventElapsedTime(&timing->upload_ms, marks[0], marks[1]);
+			cudaEventElapsedTime(&timing->sort_ms, marks[1], marks[2]);
+		}
+		if (device_offsets != nullptr)
+			cudaFree(device_offsets);
+		for (int i = 0; i < 3; i++)
+			cudaEventDestroy(marks[i]);
+		if (status != GPU_OK)
+		{
+			if (output != nullptr)
+				cudaFree(output);
+			return status;
+		}
+		/* the ordered copy replaces the input, which goes */
+		cudaFree(rows->records);
+		rows->records = output;
+		rows->capacity = total;
+		return GPU_OK;
+	});
+}
+
+extern "C" gpu_status
+gpu_rows_read(gpu_rows *rows, size_t offset, void *host, size_t bytes)
+{
+	return guard_entry("gpu_rows_read", [&]() -> gpu_status {
+		if (offset > rows->used || bytes > rows->used - offset)
+		{
+			set_message("gpu_rows_read: bytes [%zu, +%zu) are beyond the %zu held", offset,
+						bytes, rows->used);
+			return GPU_INVALID;
+		}
+		return synchronized(rows, cudaMemcpyAsync(host, rows->records + offset, bytes,
+												  cudaMemcpyDeviceToHost, rows->stream),
+							"cudaMemcpyAsync (read rows)");
+	});
+}
+
+extern "C" void
+gpu_rows_destroy(gpu_rows *rows)
+{
+	if (rows == nullptr)
+		return;
+	cudaStreamSynchronize(rows->stream);
+	cudaFree(rows->records);
+	cudaStreamDestroy(rows->stream);
+	free(rows);
+}
