@@ -848,3 +848,241 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
 	}
 	return status;
 }
+
+/* ------------------------------------------------------------------------
+ * Rows jobs: a spilled sort's rows in the service's GPU memory
+ * ------------------------------------------------------------------------ */
+
+struct ServiceRows
+{
+	int			fd;
+	int			gpu;
+	char	   *slot;
+	uint64		slot_bytes;
+	uint64		capacity_bytes;
+	uint64		max_records;
+	uint64		records;		/* appended so far */
+	uint64		bytes;
+	bool		sorted;
+	bool		counted;		/* in the GPU's in_flight */
+};
+
+/* Ends the job: the service frees its memory when the connection closes. */
+void
+service_rows_close(ServiceRows *rows)
+{
+	if (rows == NULL || rows->fd < 0)
+		return;
+	close(rows->fd);
+	rows->fd = -1;
+	if (rows->counted)
+		pg_atomic_fetch_sub_u32(&gpu_service->gpus[rows->gpu].in_flight, 1);
+	rows->counted = false;
+}
+
+/*
+ * Asks for room for about `capacity_bytes` of records (less where a
+ * quarter of the GPU's budget, or the per-sort cap with the service's
+ * working space, is less), none under `min_record_bytes`.
+ */
+ServiceRows *
+service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
+				  const bool *descending, const bool *nulls_first, uint64 memory_limit,
+				  char *why, size_t why_size)
+{
+	ServiceRows *rows;
+	gs_message	message;
+	int			memfd;
+	int			gpu = choose_gpu(true);
+	uint64		budget;
+	uint64		max_records;
+	wait_result result;
+
+	if (gpu < 0)
+	{
+		describe_unavailable(why, why_size);
+		return NULL;
+	}
+	SpinLockAcquire(&gpu_service->mutex);
+	budget = gpu_service->gpus[gpu].budget_bytes;
+	SpinLockRelease(&gpu_service->mutex);
+	capacity_bytes = Min(capacity_bytes, budget / 4);
+	if (memory_limit > 0)
+		capacity_bytes = Min(capacity_bytes, memory_limit / 4);
+	max_records = Min(capacity_bytes / Max(min_record_bytes, 1), (uint64) PG_UINT32_MAX - 1);
+	if (max_records == 0)
+	{
+		snprintf(why, why_size, "the GPU memory a sort may use is too small");
+		return NULL;
+	}
+	rows = palloc0(sizeof(ServiceRows));
+	rows->gpu = gpu;
+	rows->fd = open_session(gpu, &message, &memfd, why, why_size);
+	if (rows->fd < 0)
+		return NULL;
+	if (!map_staging(gpu, &message, memfd))
+	{
+		snprintf(why, why_size, "%s", last_error);
+		service_rows_close(rows);
+		return NULL;
+	}
+	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
+	rows->counted = true;
+
+	memset(&message, 0, sizeof(message));
+	message.kind = GS_JOB_ROWS;
+	message.n = max_records;
+	message.capacity_bytes = capacity_bytes;
+	message.nkeys = (uint32) nkeys;
+	for (int k = 0; k < nkeys; k++)
+	{
+		message.descending_mask |= (descending[k] ? 1u : 0u) << k;
+		message.nulls_first_mask |= (nulls_first[k] ? 1u : 0u) << k;
+	}
+	message.memory_limit = memory_limit;
+	/* rows in the GPU's memory are a speed-up, never worth a wait */
+	message.wait_ms = 0;
+	if (!send_message(rows->fd, &message, GS_MSG_SUBMIT) ||
+		(result = receive_message(rows->fd, &message, cancel_requested, NULL, -1, NULL)) != WAIT_OK)
+	{
+		snprintf(why, why_size, "the GPU service did not answer");
+		service_rows_close(rows);
+		return NULL;
+	}
+	if (message.type != GS_MSG_ADMITTED ||
+		message.slot_offset + message.slot_bytes > mappings[gpu].bytes)
+	{
+		snprintf(why, why_size, "%s",
+				 message.type == GS_MSG_REFUSED ? message.message :
+				 "the GPU service answered out of turn");
+		service_rows_close(rows);
+		return NULL;
+	}
+	rows->slot = mappings[gpu].base + message.slot_offset;
+	rows->slot_bytes = message.slot_bytes;
+	rows->capacity_bytes = capacity_bytes;
+	rows->max_records = max_records;
+	return rows;
+}
+
+/* The slot: where the caller lays out a batch for service_rows_append(). */
+char *
+service_rows_slot(ServiceRows *rows, uint64 *bytes)
+{
+	*bytes = rows->slot_bytes;
+	return rows->slot;
+}
+
+/* Room for `records` more records of `bytes`? */
+bool
+service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes)
+{
+	return records <= rows->max_records - rows->records &&
+		bytes <= rows->capacity_bytes - rows->bytes;
+}
+
+/* The reply to a request, checked; false (why in gpu_last_error()) if the
+ * service failed it, went away, or the backend was asked to stop. */
+static bool
+rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
+{
+	wait_result result = receive_message(rows->fd, reply, cancel_requested, NULL, -1, NULL);
+
+	if (result == WAIT_CANCELLED)
+	{
+		set_error("the GPU sort was interrupted");
+		return false;
+	}
+	if (result != WAIT_OK)
+	{
+		set_error("the GPU service's process for GPU %d ended while it held the sort's rows "
+				  "(see the server log)", rows->gpu);
+		gpu_service_count_fallback(rows->gpu, FALLBACK_SERVICE_LOST);
+		return false;
+	}
+	if (reply->type != expected || (expected == GS_MSG_DONE && reply->status != GPU_OK))
+	{
+		set_error("%s", reply->message[0] ? reply->message :
+				  "the GPU service answered out of turn");
+		pg_atomic_fetch_add_u64(&gpu_service->gpus[rows->gpu].counters.errors, 1);
+		return false;
+	}
+	return true;
+}
+
+/* Appends the batch laid out in the slot: `records` records, `bytes` bytes. */
+bool
+service_rows_append(ServiceRows *rows, uint64 records, uint64 bytes)
+{
+	gs_message	message;
+
+	memset(&message, 0, sizeof(message));
+	message.length = bytes;
+	message.records = records;
+	if (!send_message(rows->fd, &message, GS_MSG_PUT) ||
+		!rows_reply(rows, &message, GS_MSG_ACK))
+		return false;
+	rows->records += records;
+	rows->bytes += bytes;
+	if (message.records != rows->records || message.offset != rows->bytes)
+	{
+		set_error("the GPU service lost count of the sort's rows");
+		return false;
+	}
+	return true;
+}
+
+/* Sorts the rows held; *timing gets the GPU's times. */
+bool
+service_rows_sort(ServiceRows *rows, gpu_timing *timing)
+{
+	gs_message	message;
+
+	memset(&message, 0, sizeof(message));
+	if (!send_message(rows->fd, &message, GS_MSG_RUN) ||
+		!rows_reply(rows, &message, GS_MSG_DONE))
+		return false;
+	if (message.valid_outputs != rows->records)
+	{
+		set_error("the GPU service sorted %llu rows of %llu",
+				  (unsigned long long) message.valid_outputs,
+				  (unsigned long long) rows->records);
+		return false;
+	}
+	rows->sorted = true;
+	if (timing != NULL)
+	{
+		*timing = message.timing;
+		timing->device_index = rows->gpu;
+	}
+	count_job(rows->gpu, &message, rows->records, rows->bytes * 2);
+	return true;
+}
+
+/* Copies bytes [offset, offset + length) of the ordered rows into `into`. */
+bool
+service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into)
+{
+	for (uint64 done = 0; done < length;)
+	{
+		gs_message	message;
+		uint64		piece = Min(rows->slot_bytes, length - done);
+
+		memset(&message, 0, sizeof(message));
+		message.offset = offset + done;
+		message.length = piece;
+		if (!send_message(rows->fd, &message, GS_MSG_GET) ||
+			!rows_reply(rows, &message, GS_MSG_ACK))
+			return false;
+		memcpy(into + done, rows->slot, piece);
+		done += piece;
+	}
+	return true;
+}
+
+/* The bytes of records the job was admitted for. */
+uint64
+service_rows_capacity(const ServiceRows *rows)
+{
+	return rows->capacity_bytes;
+}

@@ -109,4 +109,24 @@ extern int	gpusort_queue_timeout_ms;
 extern bool gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size);
 extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
 
+/*
+ * A spilled sort's rows in a GPU's memory (a rows job, protocol.h): the
+ * row store (src/row_store.c) lays batches of records out in the slot and
+ * appends them, has the service sort them all, then reads the ordered
+ * records back. Open returns NULL (and *why) when the service cannot take
+ * them now; the others return false with gpu_last_error() saying why. The
+ * rows are gone if the job fails after a batch went in.
+ */
+typedef struct ServiceRows ServiceRows;
+extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
+									  const bool *descending, const bool *nulls_first,
+									  uint64 memory_limit, char *why, size_t why_size);
+extern char *service_rows_slot(ServiceRows *rows, uint64 *bytes);
+extern bool service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes);
+extern uint64 service_rows_capacity(const ServiceRows *rows);
+extern bool service_rows_append(ServiceRows *rows, uint64 records, uint64 bytes);
+extern bool service_rows_sort(ServiceRows *rows, gpu_timing *timing);
+extern bool service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into);
+extern void service_rows_close(ServiceRows *rows);
+
 #endif							/* GPUSORT_SERVICE_H */

@@ -234,11 +234,15 @@ SELECT same_order('SELECT id, g3, k FROM big_nulls ORDER BY g3, k, id', 'g3, k, 
 -- (a range of 2^60: id is left out of the word, and compared on ties)
 SELECT same_order('SELECT id, g3, (k % 100)::int8 * 10000000000000000 AS kk FROM big_nulls ORDER BY g3, kk, id DESC', 'g3, kk, id') AS packed_prefix;
 RESET max_parallel_workers_per_gather;
+-- (runs in temporary files: with the GPU service, rows beyond work_mem
+-- would go to its memory instead; test/service/run.sh tests that)
+SET gpusort.spill_to_gpu = off;
 SET gpusort.explain_details = off;
 SET max_parallel_workers_per_gather = 0;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM big ORDER BY k;
 RESET max_parallel_workers_per_gather;
 RESET gpusort.explain_details;
+RESET gpusort.spill_to_gpu;
 -- memory keeps to work_mem (above the 256 kB a run may always take): the
 -- rows, their arrays and order while gathering, the rows left in memory and
 -- every run's reading while merging; 64 kB of slack for the allocator's
@@ -249,6 +253,7 @@ BEGIN
   PERFORM set_config('work_mem', mem, true);
   PERFORM set_config('max_parallel_workers_per_gather', '0', true);
   PERFORM set_config('gpusort.explain_details', 'on', true);
+  PERFORM set_config('gpusort.spill_to_gpu', 'off', true);
   limit_kb := pg_size_bytes(mem) / 1024;
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
     IF line ~ 'Sorted Runs: ' THEN runs := substring(line from 'Sorted Runs: (\d+)')::int; END IF;

@@ -53,8 +53,10 @@ SET gpusort.min_rows = 0;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY g, k LIMIT 20;
 SET work_mem = '64kB';
+SET gpusort.spill_to_gpu = off;   -- temporary files even with the GPU service
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
 RESET work_mem;
+RESET gpusort.spill_to_gpu;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT id FROM e ORDER BY k DESC LIMIT 3;
 
 -- with details on, the device and timings appear (masked here)

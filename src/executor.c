@@ -202,6 +202,8 @@ gather_and_sort(GpuSortState *state)
 	{
 		if (state->plan.role == GPUSORT_SORT_SHARE)
 			gpusort_share_spec(state, &spec);
+		else
+			spec.spill_to_gpu = gpusort_spill_to_gpu;
 		state->rows = row_store_begin(&spec);
 		for (;;)
 		{

@@ -104,11 +104,21 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	}
 	else if (stats->external)
 	{
-		ExplainPropertyText("Sort Method", "external merge (input exceeded work_mem)", es);
-		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
+		bool		all_on_gpu = stats->gpu_run_rows > 0 && stats->runs == 1;
+
+		ExplainPropertyText("Sort Method",
+							all_on_gpu ? "rows in GPU memory (input exceeded work_mem)" :
+							"external merge (input exceeded work_mem)", es);
+		if (!all_on_gpu)
+			ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
 		if (stats->merge_passes > 0)
 			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
-		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
+		if (stats->gpu_run_rows > 0)
+			ExplainPropertyText("Rows in GPU Memory",
+								psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
+										 (stats->gpu_run_bytes + 1023) / 1024), es);
+		if (!all_on_gpu || stats->disk_bytes > 0)
+			ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
 	}
 	ExplainPropertyInteger("Rows Sorted", NULL, (int64) stats->rows_sorted, es);
 	if (state->bound > 0)

@@ -31,6 +31,7 @@ int			gpusort_algorithm = GS_ALGO_AUTO;
 int			gpusort_min_rows = 50000;
 int			gpusort_gpu_min_elements = 16384;
 int			gpusort_gpu_memory_limit_mb = 0;
+bool		gpusort_spill_to_gpu = true;
 int			gpusort_approximate_intervals = 0;
 bool		gpusort_explain_details = true;
 bool		gpusort_parallel_merge = true;
@@ -95,6 +96,15 @@ _PG_init(void)
 							"under gpusort.device = auto, and fails under gpu.",
 							&gpusort_gpu_memory_limit_mb, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpusort.spill_to_gpu",
+							 "Lets a GpuSort beyond work_mem hold its rows in the GPU service's memory instead of temporary files.",
+							 "The service sorts them there and they are read back in order; "
+							 "rows that do not fit its room go to temporary files. Needs "
+							 "the GPU service (shared_preload_libraries); off, or under "
+							 "gpusort.device = cpu, every such sort uses temporary files.",
+							 &gpusort_spill_to_gpu, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpusort.queue_timeout",
 							"Longest wait for GPU memory under gpusort.device = auto before sorting on the CPU.",

@@ -21,6 +21,7 @@ extern int	gpusort_algorithm;		/* a gs_algorithm (no approx) */
 extern int	gpusort_min_rows;
 extern int	gpusort_gpu_min_elements;
 extern int	gpusort_gpu_memory_limit_mb;
+extern bool gpusort_spill_to_gpu;
 extern int	gpusort_approximate_intervals;
 extern bool gpusort_explain_details;
 extern bool gpusort_parallel_merge;

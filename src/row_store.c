@@ -34,6 +34,7 @@
 #include "utils/memutils.h"
 
 #include "row_store.h"
+#include "service.h"
 
 /* Smallest buffer of rows a bounded sort prunes. */
 #define MIN_PRUNE_ROWS 65536
@@ -65,6 +66,10 @@
 #define MAX_SAMPLE_BYTES ((Size) 64 * 1024)
 /* Fewest runs one merge pass takes, however small work_mem is. */
 #define MIN_MERGE_ORDER 6
+/* Rows held in a GPU's memory: room asked for, and the most read back at
+ * once (within work_mem). */
+#define MIN_GPU_RUN_BYTES ((Size) 64 * 1024 * 1024)
+#define MAX_GPU_READ_CHUNK ((Size) 8 * 1024 * 1024)
 
 /* A sample of a run: a record's keys, and where it starts. */
 typedef struct RunSample
@@ -97,6 +102,9 @@ typedef struct SortedRun
 	int			source_number;
 	/* a partitioned merge: where each key range starts in the run */
 	int64	   *partition_starts;
+	/* the rows held in a GPU's memory (file is NULL): where reading is */
+	ServiceRows *gpu;
+	int64		gpu_position;
 } SortedRun;
 
 /* One input of a merge: a run on disk, or the sorted rows in memory. */
@@ -171,6 +179,8 @@ struct RowStore
 	gs_key_column approx_range; /* approximate: the key over all rows */
 	uint32_t   *order;			/* after sorting: row numbers in order */
 	MinimalTuple *sorted;		/* the tuples in output order */
+	Size		record_bytes;	/* the rows in memory as run records */
+	Size		largest_record;
 
 	/* bounded: rows at or beyond this one are not kept */
 	bool		have_threshold;
@@ -185,6 +195,10 @@ struct RowStore
 	int64		disk_bytes;
 	char	   *write_buffer;	/* RUN_WRITE_BUFFER bytes, for write_record() */
 	Size		write_buffered; /* bytes in it, not yet in their run's file */
+	/* the run in a GPU's memory (also in runs), filled while gpu_run_open */
+	SortedRun  *gpu_run;
+	bool		gpu_run_tried;
+	bool		gpu_run_open;
 
 	/* reading */
 	ReadMode	mode;
@@ -313,6 +327,8 @@ allocate_rows(RowStore *store, size_t capacity)
 	store->arena_left = 0;
 	store->order = NULL;
 	store->sorted = NULL;
+	store->record_bytes = 0;
+	store->largest_record = 0;
 	for (int k = 0; k < store->nkeys; k++)
 		gs_key_column_init(&store->columns[k], store->plan->descending[k],
 						   store->plan->nulls_first[k]);
@@ -771,7 +787,15 @@ add_run(RowStore *store, SortedRun *run)
 static void
 drop_run(RowStore *store, SortedRun *run)
 {
-	BufFileClose(run->file);
+	if (run->gpu != NULL)
+	{
+		service_rows_close(run->gpu);
+		if (store->gpu_run == run)
+			store->gpu_run = NULL;
+		store->disk_bytes += run->bytes;	/* was not on disk */
+	}
+	else
+		BufFileClose(run->file);
 	if (run->file_number >= 0)
 	{
 		/* a shared file stays until deleted */
@@ -790,6 +814,192 @@ drop_run(RowStore *store, SortedRun *run)
 	if (run->partition_starts != NULL)
 		pfree(run->partition_starts);
 	pfree(run);
+}
+
+/* ---- runs in a GPU's memory ---- */
+
+/*
+ * Beyond work_mem, the rows may go to a GPU's memory instead of temporary
+ * files (gpusort.spill_to_gpu): each batch that fills work_mem is appended,
+ * unsorted, to one rows job of the GPU service (service.h); at the end the
+ * service sorts them all and lays them out in order, and they are read
+ * back as one sorted run, in pieces of up to MAX_GPU_READ_CHUNK. Rows that
+ * do not fit the room the service gave go to files as before, and that run
+ * is merged with theirs. Bounded sorts and parallel shares keep to files.
+ */
+
+static void cover_column(gs_key_column *into, const gs_key_column *column);
+
+static void
+close_gpu_rows(void *arg)
+{
+	service_rows_close((ServiceRows *) arg);
+}
+
+static bool
+gpu_run_allowed(const RowStore *store)
+{
+	return store->spec.spill_to_gpu && gpusort_device != GS_DEVICE_CPU && gpu_service != NULL &&
+		store->spec.bound == 0 && store->spec.share_files == NULL && store->ntuples > 0;
+}
+
+/* The rows job, asked for at the first spill: room for twice the rows the
+ * planner expects, at least MIN_GPU_RUN_BYTES. Declined: files, as before. */
+static void
+open_gpu_run(RowStore *store)
+{
+	Size		average = store->record_bytes / store->ntuples;
+	double		expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
+	uint64		capacity = (uint64) Min(expected, (double) PG_INT64_MAX / 2);
+	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+	MemoryContextCallback *callback;
+	ServiceRows *rows;
+	SortedRun  *run;
+	char		why[256];
+
+	capacity = Max(capacity, Max((uint64) MIN_GPU_RUN_BYTES, (uint64) store->record_bytes * 2));
+	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
+							 store->plan->descending, store->plan->nulls_first, memory_limit,
+							 why, sizeof(why));
+	if (rows == NULL)
+	{
+		MemoryContextSwitchTo(old_context);
+		return;
+	}
+	callback = palloc0(sizeof(MemoryContextCallback));
+	callback->func = close_gpu_rows;
+	callback->arg = rows;
+	MemoryContextRegisterResetCallback(store->context, callback);
+
+	run = palloc0(sizeof(SortedRun));
+	run->file_number = -1;
+	run->gpu = rows;
+	for (int k = 0; k < store->nkeys; k++)
+		gs_key_column_init(&run->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+	add_run(store, run);
+	store->gpu_run = run;
+	store->gpu_run_open = true;
+	store->stats.runs++;
+	MemoryContextSwitchTo(old_context);
+}
+
+/* The service failed the rows it holds: they are lost, and so is the query. */
+static void
+gpu_run_failed(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	ereport(ERROR,
+			(errcode(ERRCODE_SYSTEM_ERROR),
+			 errmsg("gpusort: the GPU service lost the rows of a sort beyond work_mem"),
+			 errdetail("%s", gpu_last_error()),
+			 errhint("Run the query again. With gpusort.spill_to_gpu = off, such sorts keep "
+					 "their rows in temporary files.")));
+}
+
+/* Appends the rows in memory, in the order they came, to the GPU run;
+ * false (nothing sent) when they do not fit the room left. */
+static bool
+append_to_gpu_run(RowStore *store)
+{
+	SortedRun  *run = store->gpu_run;
+	uint64		slot_bytes;
+	char	   *slot = service_rows_slot(run->gpu, &slot_bytes);
+	uint64		batch_bytes = 0;
+	uint64		batch_records = 0;
+	instr_time	start,
+				duration;
+
+	if (store->largest_record > slot_bytes ||
+		!service_rows_room(run->gpu, store->ntuples, store->record_bytes))
+		return false;
+	INSTR_TIME_SET_CURRENT(start);
+	for (size_t i = 0; i < store->ntuples; i++)
+	{
+		MinimalTuple tuple = store->tuples[i];
+		uint32		length = tuple->t_len;
+		Size		size = record_size(store, length);
+		uint64_t	keys[GS_MAX_KEY_COLUMNS];
+		bool		nulls[GS_MAX_KEY_COLUMNS];
+		char	   *record;
+
+		if (batch_bytes + size > slot_bytes)
+		{
+			if (!service_rows_append(run->gpu, batch_records, batch_bytes))
+				gpu_run_failed();
+			batch_bytes = 0;
+			batch_records = 0;
+			CHECK_FOR_INTERRUPTS();
+		}
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			keys[k] = store->column_keys[k][i];
+			nulls[k] = store->column_nulls[k][i];
+		}
+		record = slot + batch_bytes;
+		record += pack_header(store, record, length, keys, nulls);
+		memcpy(record, tuple, length);
+		memcpy(record + length, &length, sizeof(length));
+		batch_bytes += size;
+		batch_records++;
+	}
+	if (batch_records > 0 && !service_rows_append(run->gpu, batch_records, batch_bytes))
+		gpu_run_failed();
+	for (int k = 0; k < store->nkeys; k++)
+		cover_column(&run->columns[k], &store->columns[k]);
+	run->rows += store->ntuples;
+	run->bytes += store->record_bytes;
+	store->stats.gpu_run_rows = run->rows;
+	store->stats.gpu_run_bytes = run->bytes;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
+	return true;
+}
+
+/* The service sorts the GPU run: from here on it is read like any run. */
+static void
+sort_gpu_run(RowStore *store)
+{
+	gpu_timing	timing;
+	gs_sort_report report;
+	instr_time	start,
+				duration;
+
+	store->gpu_run_open = false;
+	INSTR_TIME_SET_CURRENT(start);
+	if (!service_rows_sort(store->gpu_run->gpu, &timing))
+		gpu_run_failed();
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.sort_ms += INSTR_TIME_GET_MILLISEC(duration);
+	store->stats.sorts++;
+	store->stats.gpu_sorts++;
+	store->stats.gpu_index = timing.device_index;
+	/* for EXPLAIN: the rows twice (as gathered and in order) */
+	memset(&report, 0, sizeof(report));
+	report.ran_on = GS_DEVICE_GPU;
+	report.algorithm = GS_ALGO_RADIX;
+	report.upload_ms = timing.upload_ms;
+	report.sort_ms = timing.sort_ms;
+	report.gpu_bytes = 2 * (size_t) store->gpu_run->bytes;
+	report.gpu_index = timing.device_index;
+	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
+	store->have_report = true;
+}
+
+/* Up to `length` bytes of a run from where its reading stands. */
+static size_t
+read_run(SortedRun *run, char *into, size_t length)
+{
+	if (run->gpu == NULL)
+		return BufFileRead(run->file, into, length);
+	length = Min(length, (size_t) (run->bytes - run->gpu_position));
+	if (length > 0 && !service_rows_read(run->gpu, run->gpu_position, length, into))
+		gpu_run_failed();
+	run->gpu_position += length;
+	return length;
 }
 
 /*
@@ -860,6 +1070,23 @@ spill_rows(RowStore *store, bool more_rows)
 	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
 	SortedRun  *run;
 
+	if (!store->gpu_run_tried && gpu_run_allowed(store))
+	{
+		store->gpu_run_tried = true;
+		open_gpu_run(store);
+	}
+	if (store->gpu_run_open)
+	{
+		if (append_to_gpu_run(store))
+		{
+			store->stats.external = true;
+			MemoryContextDelete(store->rows_context);
+			allocate_rows(store, more_rows ? store->capacity : 1);
+			return;
+		}
+		store->gpu_run_open = false;	/* full: the rest go to files */
+	}
+
 	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
 	run = new_run(store);
 	memcpy(run->columns, store->columns, sizeof(run->columns));
@@ -909,8 +1136,8 @@ fill_chunk(RowStore *store, MergeInput *input, Size need, bool end_allowed)
 	input->chunk_used = left;
 	while (input->chunk_used < need)
 	{
-		size_t		got = BufFileRead(input->run->file, input->chunk + input->chunk_used,
-									  input->chunk_size - input->chunk_used);
+		size_t		got = read_run(input->run, input->chunk + input->chunk_used,
+								   input->chunk_size - input->chunk_used);
 
 		if (got == 0)
 			break;
@@ -1214,7 +1441,10 @@ start_run_input(RowStore *store, MergeInput *input, SortedRun *run, Size chunk_s
 {
 	input->run = run;
 	input->stop = stop;
-	seek_file(run->file, offset);
+	if (run->gpu != NULL)
+		run->gpu_position = offset;
+	else
+		seek_file(run->file, offset);
 	if (input->chunk != NULL && input->chunk_size != chunk_size)
 	{
 		pfree(input->chunk);
@@ -1240,7 +1470,14 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 	const RowStoreKey *from = partition >= 0 ? partition_from(store, partition) : NULL;
 	const RowStoreKey *to = partition >= 0 ? partition_to(store, partition) : NULL;
 	int			ninputs = count + (with_memory ? 1 : 0);
-	Size		chunk_size = count > 0 ? memory / count : 0;
+	bool		with_gpu_run = false;
+	Size		chunk_size;
+
+	for (int r = first; r < first + count; r++)
+		with_gpu_run |= store->runs[r]->gpu != NULL;
+	/* a run in a GPU's memory reads with half of it (see below) */
+	chunk_size = count > (with_gpu_run ? 1 : 0) ?
+		(with_gpu_run ? memory / 2 : memory) / (count - (with_gpu_run ? 1 : 0)) : 0;
 
 	/* a chunk of records beside each run's file buffer */
 	chunk_size = chunk_size > BLCKSZ ? chunk_size - BLCKSZ : 0;
@@ -1276,7 +1513,15 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 		MergeInput *input = &store->inputs[i];
 
 		input->next = 0;
-		if (i < count)
+		if (i < count && store->runs[first + i]->gpu != NULL)
+		{
+			/* each read of the GPU's rows is a round trip: large ones */
+			Size		gpu_chunk = count > 1 ? memory / 2 : memory;
+
+			start_run_input(store, input, store->runs[first + i],
+							Max(MAX_READ_CHUNK, Min(MAX_GPU_READ_CHUNK, gpu_chunk)), 0, to);
+		}
+		else if (i < count)
 			start_run_input(store, input, store->runs[first + i], chunk_size,
 							partition >= 0 ? store->runs[first + i]->partition_starts[partition] : 0,
 							to);
@@ -1430,6 +1675,12 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 		gs_key_column_observe(&store->columns[k], nulls[k], keys[k]);
 	}
 	store->tuples[i] = copy_row(store, slot);
+	{
+		Size		size = record_size(store, store->tuples[i]->t_len);
+
+		store->record_bytes += size;
+		store->largest_record = Max(store->largest_record, size);
+	}
 
 	if (bounded && store->ntuples >= Max((size_t) store->spec.bound * 2, MIN_PRUNE_ROWS))
 		prune_rows(store);
@@ -1495,6 +1746,18 @@ prepare_final_merge(RowStore *store)
 	for (int r = 0; r < store->nruns; r++)
 		total += (size_t) store->runs[r]->rows;
 	store->stats.rows_sorted = total;
+
+	/* the rows held in a GPU's memory take the last rows too, if there is
+	 * room, and are sorted there */
+	if (store->gpu_run != NULL)
+	{
+		if (store->ntuples > 0 && store->gpu_run_open && append_to_gpu_run(store))
+		{
+			MemoryContextDelete(store->rows_context);
+			allocate_rows(store, 1);
+		}
+		sort_gpu_run(store);
+	}
 
 	/* the last rows stay in memory only if the runs can be read at full
 	 * speed beside them: writing them is cheaper than small chunks */
@@ -2105,6 +2368,11 @@ row_store_end(RowStore *store)
 {
 	close_partition(store);
 	for (int r = 0; r < store->nruns; r++)
-		BufFileClose(store->runs[r]->file);
+	{
+		if (store->runs[r]->gpu != NULL)
+			service_rows_close(store->runs[r]->gpu);
+		else
+			BufFileClose(store->runs[r]->file);
+	}
 	MemoryContextDelete(store->context);
 }

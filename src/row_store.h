@@ -32,6 +32,8 @@ typedef struct RowStoreSpec
 	FileSet    *share_files;	/* a parallel share's runs go here ... */
 	int			share;			/* ... named with this share's number */
 	bool		sample_runs;	/* ... noting samples for a merge by key ranges */
+	bool		spill_to_gpu;	/* beyond work_mem, rows may go to a GPU's
+								 * memory (read through row_store_sort only) */
 } RowStoreSpec;
 
 /* How the sort went, for EXPLAIN ANALYZE. */
@@ -49,6 +51,8 @@ typedef struct RowStoreStats
 	int			runs;			/* sorted runs written while gathering */
 	int			merge_passes;	/* merges before the last, when too many runs */
 	int64		disk_bytes;		/* the most bytes on disk at one time */
+	int64		gpu_run_rows;	/* of them held in a GPU's memory instead */
+	int64		gpu_run_bytes;
 
 	/* the engine's sorts, all runs together */
 	int			sorts;			/* sorts the engine ran (one per run) */

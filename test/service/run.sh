@@ -16,6 +16,10 @@
 #   4. a full budget: a sort waits in the queue, and under auto runs on the
 #      CPU after gpusort.queue_timeout, without a warning; EXPLAIN ANALYZE
 #      shows the wait;
+#   4b. a sort beyond work_mem holds its rows in the service's memory
+#      (gpusort.spill_to_gpu): the rows and order of PostgreSQL's sort, files
+#      for what does not fit, scroll cursors, kill -9 of the process holding
+#      them (an error, no crash);
 #   5. kill -9 of a gpusort-gpud mid-sort: the sort finishes on the CPU
 #      (auto) or fails with a clear error (gpu), the process comes back, and
 #      PostgreSQL does not restart;
@@ -217,6 +221,47 @@ out=$(psql_q -c "SET gpusort.device = gpu; SELECT count(*) FROM unnest(gpu_sort(
 case "$out" in *"ERROR:  out of GPU memory: the sort needs about "*" MB of GPU memory, more than the service's budget of 27 MB"*)
   ok "too large for the budget: a clear error under gpu";;
   *) bad "too large for the budget: a clear error under gpu" "$out";; esac
+
+# ---- 4b. rows beyond work_mem in the service's memory ----
+echo "== a sort beyond work_mem keeps its rows in the service's memory"
+start_server gpusort 2048 1 0
+psql_q -c "CREATE TABLE rows_t AS SELECT (random() * 1e6)::int AS k, CASE WHEN g % 13 = 0 THEN NULL ELSE g % 101 END AS m, g AS id, md5(g::text) AS pad FROM generate_series(1, 300000) g" >/dev/null
+psql_q -c "ANALYZE rows_t" >/dev/null
+spill="SET work_mem = '256kB'; SET max_parallel_workers_per_gather = 0; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
+plan=$(psql_q -c "$spill EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+case "$plan" in *"Sort Method: rows in GPU memory (input exceeded work_mem)"*"Rows in GPU Memory: 300000 ("*)
+  ok "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk";;
+  *) bad "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk" "$plan";; esac
+case "$plan" in *"Disk:"*) bad "no temporary file" "$plan";; *) ok "no temporary file";; esac
+ordered() { # ordered SETTINGS ORDER: md5 of every row, in the order the sort gave
+  psql_q -c "$1 SELECT count(*) || ' ' || md5(string_agg(r::text, ',')) FROM (SELECT * FROM rows_t ORDER BY $2) r"
+}
+for order in "k, id" "m DESC NULLS LAST, id" "m NULLS FIRST, k DESC, id"; do
+  check "ORDER BY $order: PostgreSQL's rows in PostgreSQL's order" \
+    "$(ordered "SET gpusort.enabled = off;" "$order")" "$(ordered "$spill" "$order")"
+done
+limited="$spill SET gpusort.gpu_memory_limit = '2MB';"
+plan=$(psql_q -c "$limited EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+case "$plan" in *"Sort Method: external merge"*"Rows in GPU Memory: "*"Disk: "*)
+  ok "rows beyond the room the service gave go to temporary files";;
+  *) bad "rows beyond the room the service gave go to temporary files" "$plan";; esac
+check "and merge with those in the GPU's memory" \
+  "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$limited" "k, id")"
+cursor="BEGIN; DECLARE c SCROLL CURSOR FOR SELECT id FROM rows_t ORDER BY k, id; MOVE FORWARD 299990 IN c; FETCH BACKWARD 4 FROM c; MOVE ABSOLUTE 7 IN c; FETCH 2 FROM c; COMMIT;"
+check "a scroll cursor reads them either way" \
+  "$(psql_q -c "SET gpusort.enabled = off; $cursor" | tr '\n' ' ')" "$(psql_q -c "$spill $cursor" | tr '\n' ' ')"
+check "no job left when the sorts ended" "0" \
+  "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
+# (NO SCROLL: a scrollable cursor's sort merges into one temporary file)
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+out=$(printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT id FROM rows_t ORDER BY k, id;" \
+  "FETCH 1 FROM c;" "\\! kill -9 $gpud_pid" "FETCH 299999 FROM c;" "ROLLBACK;" "SELECT 'usable';" | psql_q)
+case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond work_mem"*"usable"*)
+  ok "kill -9 of the process holding the rows: a clear error, the session usable";;
+  *) bad "kill -9 of the process holding the rows: a clear error, the session usable" "$(tail -n 5 <<< "$out")";; esac
+wait_ready 1
+check "the next such sort runs in the service again" \
+  "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$spill" "k, id")"
 
 # ---- 5. a crash of the CUDA process ----
 echo "== kill -9 of gpusort-gpud during a sort"
