@@ -146,14 +146,15 @@ extern gpu_status gpu_minmax(const uint64_t *keys, size_t n,
  * A spilled sort's rows in device memory (the GPU service's rows jobs):
  * unlike the sorts above, the buffer outlives the call that made it and is
  * the caller's to destroy. Bytes are appended at the end; permute lays the
- * records out again so that output record i is input bytes [from[i],
- * from[i] + to[i + 1] - to[i]) (to[0] = 0, to[n] = every byte held), and
- * the ordered bytes replace the input; read copies any range back.
+ * n records (record r: bytes [offsets[r], offsets[r] + lengths[r])) out
+ * again in `order` (order[i]: the record that goes i-th), the ordered bytes
+ * replacing the input; read copies any range back.
  */
 typedef struct gpu_rows gpu_rows;
 extern gpu_status gpu_rows_create(size_t capacity_bytes, gpu_rows **rows);
 extern gpu_status gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes);
-extern gpu_status gpu_rows_permute(gpu_rows *rows, const uint64_t *from, const uint64_t *to,
+extern gpu_status gpu_rows_permute(gpu_rows *rows, const uint32_t *order,
+								   const uint64_t *offsets, const uint32_t *lengths,
 								   size_t n, gpu_timing *timing);
 extern gpu_status gpu_rows_read(gpu_rows *rows, size_t offset, void *host, size_t bytes);
 extern void gpu_rows_destroy(gpu_rows *rows);

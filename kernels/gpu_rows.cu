@@ -12,6 +12,8 @@
 
 #include <stdlib.h>
 
+#include <cub/device/device_scan.cuh>
+
 struct gpu_rows
 {
 	char	   *records;		/* capacity bytes */
@@ -41,6 +43,26 @@ gather_records(const char *__restrict__ input, char *__restrict__ output,
 		for (uint64_t b = lane; b < length; b += 32)
 			target[b] = source[b];
 	}
+}
+
+/* from[i] = offsets[order[i]]; to[i + 1] = lengths[order[i]] (summed
+ * after); to[0] = 0. */
+__global__ void
+ordered_offsets(const uint32_t *__restrict__ order, const uint64_t *__restrict__ offsets,
+				const uint32_t *__restrict__ lengths, uint64_t *__restrict__ from,
+				uint64_t *__restrict__ to, size_t n)
+{
+	const size_t stride = (size_t) gridDim.x * blockDim.x;
+
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+	{
+		uint32_t	row = order[i];
+
+		from[i] = offsets[row];
+		to[i + 1] = lengths[row];
+	}
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		to[0] = 0;
 }
 
 static gpu_status
@@ -107,73 +129,120 @@ gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes)
 }
 
 extern "C" gpu_status
-gpu_rows_permute(gpu_rows *rows, const uint64_t *from, const uint64_t *to, size_t n,
-				 gpu_timing *timing)
+gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint64_t *offsets,
+				 const uint32_t *lengths, size_t n, gpu_timing *timing)
 {
 	return guard_entry("gpu_rows_permute", [&]() -> gpu_status {
+		uint32_t   *device_order = nullptr;
+		uint32_t   *device_lengths = nullptr;
 		uint64_t   *device_offsets = nullptr;
+		uint64_t   *from = nullptr;
+		uint64_t   *to = nullptr;
+		void	   *scan_temp = nullptr;
+		size_t		scan_bytes = 0;
 		char	   *output = nullptr;
-		size_t		total = to[n];
-		size_t		offsets_bytes = (2 * n + 1) * sizeof(uint64_t);
 		cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
-		gpu_status	status;
+		gpu_status	status = GPU_OK;
+		int			blocks = 0;
 
-		if (total != rows->used)
+		for (int i = 0; i < 3 && status == GPU_OK; i++)
+			status = cuda_failure(cudaEventCreate(&marks[i]), "cudaEventCreate");
+		if (status == GPU_OK && n > 0)
 		{
-			set_message("gpu_rows_permute: the order covers %zu bytes of %zu", total, rows->used);
-			return GPU_INVALID;
+			blocks = device_properties().multiProcessorCount * 8;
+			status = cuda_failure(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes,
+																 (uint64_t *) nullptr,
+																 (uint64_t *) nullptr, (int) n),
+								  "cub::DeviceScan (size)");
 		}
-		for (int i = 0; i < 3; i++)
-			GS_TRY(cuda_failure(cudaEventCreate(&marks[i]), "cudaEventCreate"));
-		status = cuda_failure(cudaMalloc(&device_offsets, offsets_bytes), "cudaMalloc (offsets)");
 		if (status == GPU_OK)
-			status = cuda_failure(cudaMalloc(&output, total > 0 ? total : 16),
+			status = cuda_failure(cudaMalloc(&device_order, (n + 1) * sizeof(uint32_t)), "cudaMalloc (order)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&device_lengths, (n + 1) * sizeof(uint32_t)), "cudaMalloc (lengths)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&device_offsets, (n + 1) * sizeof(uint64_t)), "cudaMalloc (offsets)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&from, (n + 1) * sizeof(uint64_t)), "cudaMalloc (offsets)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&to, (n + 1) * sizeof(uint64_t)), "cudaMalloc (offsets)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&scan_temp, scan_bytes + 16), "cudaMalloc (scan)");
+		if (status == GPU_OK)
+			status = cuda_failure(cudaMalloc(&output, rows->used > 0 ? rows->used : 16),
 								  "cudaMalloc (ordered rows)");
 		if (status == GPU_OK)
 			status = cuda_failure(cudaEventRecord(marks[0], rows->stream), "cudaEventRecord");
-		if (status == GPU_OK)
-			status = cuda_failure(cudaMemcpyAsync(device_offsets, from, n * sizeof(uint64_t),
+		if (status == GPU_OK && n > 0)
+			status = cuda_failure(cudaMemcpyAsync(device_order, order, n * sizeof(uint32_t),
 												  cudaMemcpyHostToDevice, rows->stream),
-								  "cudaMemcpyAsync (offsets)");
-		if (status == GPU_OK)
-			status = cuda_failure(cudaMemcpyAsync(device_offsets + n, to,
-												  (n + 1) * sizeof(uint64_t),
+								  "cudaMemcpyAsync (order)");
+		if (status == GPU_OK && n > 0)
+			status = cuda_failure(cudaMemcpyAsync(device_lengths, lengths, n * sizeof(uint32_t),
+												  cudaMemcpyHostToDevice, rows->stream),
+								  "cudaMemcpyAsync (lengths)");
+		if (status == GPU_OK && n > 0)
+			status = cuda_failure(cudaMemcpyAsync(device_offsets, offsets, n * sizeof(uint64_t),
 												  cudaMemcpyHostToDevice, rows->stream),
 								  "cudaMemcpyAsync (offsets)");
 		if (status == GPU_OK)
 			status = cuda_failure(cudaEventRecord(marks[1], rows->stream), "cudaEventRecord");
 		if (status == GPU_OK && n > 0)
 		{
-			int			blocks = device_properties().multiProcessorCount * 8;
-
-			gather_records<<<blocks, 256, 0, rows->stream>>>(rows->records, output,
-															device_offsets,
-															device_offsets + n, n);
+			/* from[i], and (from to[1] on) the lengths in order; to[0] = 0 */
+			ordered_offsets<<<blocks, 256, 0, rows->stream>>>(device_order, device_offsets,
+															  device_lengths, from, to, n);
+			status = cuda_failure(cudaGetLastError(), "ordered_offsets");
+		}
+		if (status == GPU_OK && n > 0)
+			status = cuda_failure(cub::DeviceScan::InclusiveSum(scan_temp, scan_bytes, to + 1,
+																 to + 1, (int) n, rows->stream),
+								  "cub::DeviceScan");
+		if (status == GPU_OK && n > 0)
+		{
+			gather_records<<<blocks, 256, 0, rows->stream>>>(rows->records, output, from, to, n);
 			status = cuda_failure(cudaGetLastError(), "gather_records");
 		}
 		if (status == GPU_OK)
 			status = cuda_failure(cudaEventRecord(marks[2], rows->stream), "cudaEventRecord");
 		if (status == GPU_OK)
 			status = synchronized(rows, cudaSuccess, "gather_records");
+		if (status == GPU_OK && n > 0)
+		{
+			uint64_t	total = 0;
+
+			status = synchronized(rows, cudaMemcpyAsync(&total, to + n, sizeof(total),
+														cudaMemcpyDeviceToHost, rows->stream),
+								  "cudaMemcpyAsync (total)");
+			if (status == GPU_OK && total != rows->used)
+			{
+				set_message("gpu_rows_permute: the order covers %llu bytes of %zu",
+							(unsigned long long) total, rows->used);
+				status = GPU_INVALID;
+			}
+		}
 		if (status == GPU_OK && timing != nullptr)
 		{
 			cudaEventElapsedTime(&timing->upload_ms, marks[0], marks[1]);
 			cudaEventElapsedTime(&timing->sort_ms, marks[1], marks[2]);
 		}
-		if (device_offsets != nullptr)
-			cudaFree(device_offsets);
+		cudaFree(device_order);
+		cudaFree(device_lengths);
+		cudaFree(device_offsets);
+		cudaFree(from);
+		cudaFree(to);
+		cudaFree(scan_temp);
 		for (int i = 0; i < 3; i++)
-			cudaEventDestroy(marks[i]);
+			if (marks[i] != nullptr)
+				cudaEventDestroy(marks[i]);
 		if (status != GPU_OK)
 		{
-			if (output != nullptr)
-				cudaFree(output);
+			cudaFree(output);
 			return status;
 		}
 		/* the ordered copy replaces the input, which goes */
 		cudaFree(rows->records);
 		rows->records = output;
-		rows->capacity = total;
+		rows->capacity = rows->used;
 		return GPU_OK;
 	});
 }

@@ -861,8 +861,9 @@ struct ServiceRows
 	uint64		slot_bytes;
 	uint64		capacity_bytes;
 	uint64		max_records;
-	uint64		records;		/* appended so far */
+	uint64		records;		/* appended so far (sent, if not yet answered) */
 	uint64		bytes;
+	bool		put_pending;	/* a PUT sent, its ACK not yet read */
 	bool		sorted;
 	bool		counted;		/* in the GPU's in_flight */
 };
@@ -909,7 +910,7 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	capacity_bytes = Min(capacity_bytes, budget / 4);
 	if (memory_limit > 0)
 		capacity_bytes = Min(capacity_bytes, memory_limit / 4);
-	max_records = Min(capacity_bytes / Max(min_record_bytes, 1), (uint64) PG_UINT32_MAX - 1);
+	max_records = Min(capacity_bytes / Max(min_record_bytes, 1), (uint64) PG_INT32_MAX);
 	if (max_records == 0)
 	{
 		snprintf(why, why_size, "the GPU memory a sort may use is too small");
@@ -1010,25 +1011,51 @@ rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 	return true;
 }
 
-/* Appends the batch laid out in the slot: `records` records, `bytes` bytes. */
+/* Reads the answer to the PUT sent last, if any. */
 bool
-service_rows_append(ServiceRows *rows, uint64 records, uint64 bytes)
+service_rows_wait(ServiceRows *rows)
 {
 	gs_message	message;
 
-	memset(&message, 0, sizeof(message));
-	message.length = bytes;
-	message.records = records;
-	if (!send_message(rows->fd, &message, GS_MSG_PUT) ||
-		!rows_reply(rows, &message, GS_MSG_ACK))
+	if (!rows->put_pending)
+		return true;
+	rows->put_pending = false;
+	if (!rows_reply(rows, &message, GS_MSG_ACK))
 		return false;
-	rows->records += records;
-	rows->bytes += bytes;
-	if (message.records != rows->records || message.offset != rows->bytes)
+	if (message.records > rows->records || message.offset > rows->bytes)
 	{
 		set_error("the GPU service lost count of the sort's rows");
 		return false;
 	}
+	return true;
+}
+
+/*
+ * Sends the batch laid out at `slot_offset` in the slot: `records` records,
+ * `bytes` bytes. It does not wait for the service to take it (the caller
+ * fills another part of the slot meanwhile); the PUT sent before it, if
+ * any, is answered first, so at most one is on its way.
+ */
+bool
+service_rows_append(ServiceRows *rows, uint64 slot_offset, uint64 records, uint64 bytes)
+{
+	gs_message	message;
+
+	if (!service_rows_wait(rows))
+		return false;
+	memset(&message, 0, sizeof(message));
+	message.offset = slot_offset;
+	message.length = bytes;
+	message.records = records;
+	if (!send_message(rows->fd, &message, GS_MSG_PUT))
+	{
+		set_error("the GPU service's process for GPU %d ended while it held the sort's rows "
+				  "(see the server log)", rows->gpu);
+		return false;
+	}
+	rows->put_pending = true;
+	rows->records += records;
+	rows->bytes += bytes;
 	return true;
 }
 
@@ -1038,6 +1065,8 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 {
 	gs_message	message;
 
+	if (!service_rows_wait(rows))
+		return false;
 	memset(&message, 0, sizeof(message));
 	if (!send_message(rows->fd, &message, GS_MSG_RUN) ||
 		!rows_reply(rows, &message, GS_MSG_DONE))

@@ -785,20 +785,17 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	gs_status	sorted;
 	gpu_status	status = GPU_OK;
 	uint32_t   *order = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint32_t));
-	uint64_t   *from = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint64_t));
-	uint64_t   *to = malloc((rows->n + 1) * sizeof(uint64_t));
 
-	if (order == NULL || from == NULL || to == NULL)
+	if (order == NULL)
 	{
 		snprintf(done->message, sizeof(done->message), "the service is out of host memory");
-		status = GPU_OUT_OF_MEMORY;
-		goto out;
+		return GPU_OUT_OF_MEMORY;
 	}
 	if (gs_key_layout_build(&layout, rows->columns, (int) rows->submit->nkeys) != GS_OK)
 	{
 		snprintf(done->message, sizeof(done->message), "cannot lay out the sort keys");
-		status = GPU_INVALID;
-		goto out;
+		free(order);
+		return GPU_INVALID;
 	}
 	gs_sort_request_init(&settings);
 	settings.algorithm = GS_ALGO_RADIX;
@@ -813,31 +810,29 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		GS_OK;
 	if (sorted != GS_OK)
 	{
-		status = gpu_status_of(sorted);
 		snprintf(done->message, sizeof(done->message), "%s",
 				 report.gpu_message[0] ? report.gpu_message : "the sort of the rows' keys failed");
-		goto out;
-	}
-	to[0] = 0;
-	for (uint64_t i = 0; i < rows->n; i++)
-	{
-		from[i] = rows->offsets[order[i]];
-		to[i + 1] = to[i] + rows->lengths[order[i]];
+		free(order);
+		return gpu_status_of(sorted);
 	}
 	done->timing.upload_ms = (float) report.upload_ms;
 	done->timing.sort_ms = (float) (report.sort_ms + report.download_ms);
 	if (rows->host != NULL)
 	{
 		char	   *ordered = malloc(rows->used > 0 ? rows->used : 1);
+		uint64_t	position = 0;
 
 		if (ordered == NULL)
 		{
 			snprintf(done->message, sizeof(done->message), "the service is out of host memory");
-			status = GPU_OUT_OF_MEMORY;
-			goto out;
+			free(order);
+			return GPU_OUT_OF_MEMORY;
 		}
 		for (uint64_t i = 0; i < rows->n; i++)
-			memcpy(ordered + to[i], rows->host + from[i], to[i + 1] - to[i]);
+		{
+			memcpy(ordered + position, rows->host + rows->offsets[order[i]], rows->lengths[order[i]]);
+			position += rows->lengths[order[i]];
+		}
 		free(rows->host);
 		rows->host = ordered;
 	}
@@ -846,21 +841,19 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		gpu_timing	permute;
 
 		memset(&permute, 0, sizeof(permute));
-		status = gpu_rows_permute(rows->device, from, to, rows->n, &permute);
+		status = gpu_rows_permute(rows->device, order, rows->offsets, rows->lengths, rows->n,
+								  &permute);
 		if (status != GPU_OK)
-		{
 			snprintf(done->message, sizeof(done->message), "%s", gpu_last_error());
-			goto out;
-		}
 		done->timing.upload_ms += permute.upload_ms;
 		done->timing.sort_ms += permute.sort_ms;
 	}
-	rows->sorted = true;
-	done->valid_outputs = rows->n;
-out:
 	free(order);
-	free(from);
-	free(to);
+	if (status == GPU_OK)
+	{
+		rows->sorted = true;
+		done->valid_outputs = rows->n;
+	}
 	return status;
 }
 
@@ -912,10 +905,11 @@ serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, doubl
 	while (status == GPU_OK && receive_message(fd, &message))
 	{
 		memset(&reply, 0, sizeof(reply));
-		if (message.type == GS_MSG_PUT && !rows.sorted && message.length <= slot_bytes)
+		if (message.type == GS_MSG_PUT && !rows.sorted && message.offset <= slot_bytes &&
+			message.length <= slot_bytes - message.offset)
 		{
-			status = rows_job_append(&rows, slot, message.length, message.records,
-									 reply.message, sizeof(reply.message));
+			status = rows_job_append(&rows, slot + message.offset, message.length,
+									 message.records, reply.message, sizeof(reply.message));
 			reply.type = GS_MSG_ACK;
 			reply.records = rows.n;
 			reply.offset = rows.used;

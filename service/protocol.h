@@ -31,8 +31,10 @@
  *
  * A rows job (GS_JOB_ROWS) holds one spilled sort's rows in the service's
  * GPU memory instead of temporary files: the client PUTs batches of
- * records, in any order, through its slot ("the slot holds `n` records,
- * `length` bytes" -> ACK); RUN sorts them all by their keys on the GPU and
+ * records, in any order, through its slot ("the slot holds `records`
+ * records, `length` bytes from `offset`" -> ACK with the totals; the client
+ * may fill another part of the slot before it reads the ACK); RUN sorts
+ * them all by their keys on the GPU and
  * lays them out in that order (-> DONE); GETs read the ordered records
  * back, any range, any number of times, until the client closes. A record
  * is laid out as row_store.c writes its runs: uint32 tuple length, the

@@ -199,6 +199,14 @@ struct RowStore
 	SortedRun  *gpu_run;
 	bool		gpu_run_tried;
 	bool		gpu_run_open;
+	/* after the first batch, rows go straight into the job's slot, one half
+	 * filled while the service takes the other */
+	bool		gpu_streaming;
+	char	   *stream_slot;
+	Size		stream_half;	/* bytes of each half */
+	int			stream_side;	/* the half being filled */
+	Size		stream_used;
+	uint64		stream_records;
 
 	/* reading */
 	ReadMode	mode;
@@ -882,6 +890,12 @@ open_gpu_run(RowStore *store)
 	store->gpu_run = run;
 	store->gpu_run_open = true;
 	store->stats.runs++;
+	{
+		uint64		slot_bytes;
+
+		store->stream_slot = service_rows_slot(rows, &slot_bytes);
+		store->stream_half = (Size) (slot_bytes / 2) & ~(Size) 7;
+	}
 	MemoryContextSwitchTo(old_context);
 }
 
@@ -898,63 +912,122 @@ gpu_run_failed(void)
 					 "their rows in temporary files.")));
 }
 
+/* Sends the half of the slot being filled, and turns to the other. */
+static void
+flush_stream(RowStore *store)
+{
+	instr_time	start,
+				duration;
+
+	if (store->stream_records == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	if (!service_rows_append(store->gpu_run->gpu, store->stream_side * store->stream_half,
+							 store->stream_records, store->stream_used))
+		gpu_run_failed();
+	store->stream_side ^= 1;
+	store->stream_used = 0;
+	store->stream_records = 0;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
+}
+
+/* Lays one row out as a record in the slot for the GPU run; false (nothing
+ * written) when the run has no room left for it. */
+static bool
+stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const char *tuple,
+			  uint32 length)
+{
+	SortedRun  *run = store->gpu_run;
+	Size		size = record_size(store, length);
+	char	   *record;
+
+	if (size > store->stream_half ||
+		!service_rows_room(run->gpu, store->stream_records + 1, store->stream_used + size))
+		return false;
+	if (store->stream_used + size > store->stream_half)
+		flush_stream(store);
+	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
+	record += pack_header(store, record, length, keys, nulls);
+	memcpy(record, tuple, length);
+	/* a heap tuple's bytes carry no minimal tuple's length: set it */
+	memcpy(record, &length, sizeof(length));
+	memcpy(record + length, &length, sizeof(length));
+	store->stream_used += size;
+	store->stream_records++;
+	for (int k = 0; k < store->nkeys; k++)
+		gs_key_column_observe(&run->columns[k], nulls[k], keys[k]);
+	run->rows++;
+	run->bytes += size;
+	return true;
+}
+
+/* The slot's row straight to the GPU run (no copy in memory first). */
+static bool
+stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
+{
+	bool		done;
+
+	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
+	{
+		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
+
+		done = stream_record(store, keys, nulls,
+							 (char *) heap->t_data + MINIMAL_TUPLE_OFFSET,
+							 heap->t_len - MINIMAL_TUPLE_OFFSET);
+	}
+	else
+	{
+		bool		should_free;
+		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, &should_free);
+
+		done = stream_record(store, keys, nulls, (char *) tuple, tuple->t_len);
+		if (should_free)
+			pfree(tuple);
+	}
+	return done;
+}
+
+/* No more rows to the GPU run: the last half goes, and later rows (if
+ * any) stay in memory and files. */
+static void
+stop_streaming(RowStore *store)
+{
+	flush_stream(store);
+	store->gpu_streaming = false;
+	store->gpu_run_open = false;
+}
+
 /* Appends the rows in memory, in the order they came, to the GPU run;
  * false (nothing sent) when they do not fit the room left. */
 static bool
 append_to_gpu_run(RowStore *store)
 {
 	SortedRun  *run = store->gpu_run;
-	uint64		slot_bytes;
-	char	   *slot = service_rows_slot(run->gpu, &slot_bytes);
-	uint64		batch_bytes = 0;
-	uint64		batch_records = 0;
-	instr_time	start,
-				duration;
 
-	if (store->largest_record > slot_bytes ||
-		!service_rows_room(run->gpu, store->ntuples, store->record_bytes))
+	if (store->largest_record > store->stream_half ||
+		!service_rows_room(run->gpu, store->stream_records + store->ntuples,
+						   store->stream_used + store->record_bytes))
 		return false;
-	INSTR_TIME_SET_CURRENT(start);
 	for (size_t i = 0; i < store->ntuples; i++)
 	{
-		MinimalTuple tuple = store->tuples[i];
-		uint32		length = tuple->t_len;
-		Size		size = record_size(store, length);
 		uint64_t	keys[GS_MAX_KEY_COLUMNS];
 		bool		nulls[GS_MAX_KEY_COLUMNS];
-		char	   *record;
 
-		if (batch_bytes + size > slot_bytes)
-		{
-			if (!service_rows_append(run->gpu, batch_records, batch_bytes))
-				gpu_run_failed();
-			batch_bytes = 0;
-			batch_records = 0;
-			CHECK_FOR_INTERRUPTS();
-		}
+		if (i + PREFETCH_DISTANCE < store->ntuples)
+			prefetch_tuple(store->tuples[i + PREFETCH_DISTANCE]);
 		for (int k = 0; k < store->nkeys; k++)
 		{
 			keys[k] = store->column_keys[k][i];
 			nulls[k] = store->column_nulls[k][i];
 		}
-		record = slot + batch_bytes;
-		record += pack_header(store, record, length, keys, nulls);
-		memcpy(record, tuple, length);
-		memcpy(record + length, &length, sizeof(length));
-		batch_bytes += size;
-		batch_records++;
+		if (!stream_record(store, keys, nulls, (char *) store->tuples[i],
+						   store->tuples[i]->t_len))
+			elog(ERROR, "gpusort: the GPU's room for rows ran out unexpectedly");
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
 	}
-	if (batch_records > 0 && !service_rows_append(run->gpu, batch_records, batch_bytes))
-		gpu_run_failed();
-	for (int k = 0; k < store->nkeys; k++)
-		cover_column(&run->columns[k], &store->columns[k]);
-	run->rows += store->ntuples;
-	run->bytes += store->record_bytes;
-	store->stats.gpu_run_rows = run->rows;
-	store->stats.gpu_run_bytes = run->bytes;
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
-	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
 	return true;
 }
 
@@ -967,7 +1040,9 @@ sort_gpu_run(RowStore *store)
 	instr_time	start,
 				duration;
 
-	store->gpu_run_open = false;
+	stop_streaming(store);
+	store->stats.gpu_run_rows = store->gpu_run->rows;
+	store->stats.gpu_run_bytes = store->gpu_run->bytes;
 	INSTR_TIME_SET_CURRENT(start);
 	if (!service_rows_sort(store->gpu_run->gpu, &timing))
 		gpu_run_failed();
@@ -1079,12 +1154,14 @@ spill_rows(RowStore *store, bool more_rows)
 	{
 		if (append_to_gpu_run(store))
 		{
+			/* from here on, rows go to the GPU run as they come */
+			store->gpu_streaming = true;
 			store->stats.external = true;
 			MemoryContextDelete(store->rows_context);
 			allocate_rows(store, more_rows ? store->capacity : 1);
 			return;
 		}
-		store->gpu_run_open = false;	/* full: the rest go to files */
+		stop_streaming(store);	/* full: the rest go to files */
 	}
 
 	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
@@ -1658,6 +1735,12 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	if (store->have_threshold &&
 		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
 		return;
+	if (store->gpu_streaming)
+	{
+		if (stream_row(store, keys, nulls, slot))
+			return;
+		stop_streaming(store);	/* no room left: memory and files */
+	}
 
 	if (store->ntuples == store->capacity && !grow_rows(store))
 	{
