@@ -863,7 +863,9 @@ struct ServiceRows
 	uint64		max_records;
 	uint64		records;		/* appended so far (sent, if not yet answered) */
 	uint64		bytes;
-	bool		put_pending;	/* a PUT sent, its ACK not yet read */
+	gs_message_type pending;	/* a PUT or GET sent, its ACK not yet read */
+	uint64		pending_offset; /* ... the GET's */
+	uint64		pending_length;
 	bool		sorted;
 	bool		counted;		/* in the GPU's in_flight */
 };
@@ -1011,51 +1013,84 @@ rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 	return true;
 }
 
-/* Reads the answer to the PUT sent last, if any. */
+/* Reads the answer to the PUT or GET sent last, if any. */
 bool
 service_rows_wait(ServiceRows *rows)
 {
 	gs_message	message;
+	gs_message_type pending = rows->pending;
 
-	if (!rows->put_pending)
+	if (pending == 0)
 		return true;
-	rows->put_pending = false;
+	rows->pending = 0;
 	if (!rows_reply(rows, &message, GS_MSG_ACK))
 		return false;
-	if (message.records > rows->records || message.offset > rows->bytes)
+	if (pending == GS_MSG_PUT ?
+		(message.records > rows->records || message.offset > rows->bytes) :
+		(message.offset != rows->pending_offset || message.length != rows->pending_length))
 	{
-		set_error("the GPU service lost count of the sort's rows");
+		set_error("the GPU service answered another request than the sort's");
 		return false;
 	}
 	return true;
 }
 
-/*
- * Sends the batch laid out at `slot_offset` in the slot: `records` records,
- * `bytes` bytes. It does not wait for the service to take it (the caller
- * fills another part of the slot meanwhile); the PUT sent before it, if
- * any, is answered first, so at most one is on its way.
- */
-bool
-service_rows_append(ServiceRows *rows, uint64 slot_offset, uint64 records, uint64 bytes)
+/* Sends one request of a rows job, after reading the answer to the one
+ * before (at most one is on its way). */
+static bool
+rows_request(ServiceRows *rows, gs_message *message, gs_message_type type)
 {
-	gs_message	message;
-
 	if (!service_rows_wait(rows))
 		return false;
-	memset(&message, 0, sizeof(message));
-	message.offset = slot_offset;
-	message.length = bytes;
-	message.records = records;
-	if (!send_message(rows->fd, &message, GS_MSG_PUT))
+	if (!send_message(rows->fd, message, type))
 	{
 		set_error("the GPU service's process for GPU %d ended while it held the sort's rows "
 				  "(see the server log)", rows->gpu);
 		return false;
 	}
-	rows->put_pending = true;
+	rows->pending = type;
+	return true;
+}
+
+/*
+ * Sends the batch laid out at `slot_position` in the slot: `records`
+ * records, `bytes` bytes. It does not wait for the service to take it:
+ * the caller fills another part of the slot meanwhile.
+ */
+bool
+service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uint64 bytes)
+{
+	gs_message	message;
+
+	memset(&message, 0, sizeof(message));
+	message.slot_position = slot_position;
+	message.length = bytes;
+	message.records = records;
+	if (!rows_request(rows, &message, GS_MSG_PUT))
+		return false;
 	rows->records += records;
 	rows->bytes += bytes;
+	return true;
+}
+
+/*
+ * Asks for bytes [offset, offset + length) of the ordered rows at
+ * `slot_position` in the slot, without waiting for them: they are there
+ * once service_rows_wait() returned true.
+ */
+bool
+service_rows_request(ServiceRows *rows, uint64 offset, uint64 length, uint64 slot_position)
+{
+	gs_message	message;
+
+	memset(&message, 0, sizeof(message));
+	message.offset = offset;
+	message.length = length;
+	message.slot_position = slot_position;
+	if (!rows_request(rows, &message, GS_MSG_GET))
+		return false;
+	rows->pending_offset = offset;
+	rows->pending_length = length;
 	return true;
 }
 
@@ -1094,14 +1129,9 @@ service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into)
 {
 	for (uint64 done = 0; done < length;)
 	{
-		gs_message	message;
 		uint64		piece = Min(rows->slot_bytes, length - done);
 
-		memset(&message, 0, sizeof(message));
-		message.offset = offset + done;
-		message.length = piece;
-		if (!send_message(rows->fd, &message, GS_MSG_GET) ||
-			!rows_reply(rows, &message, GS_MSG_ACK))
+		if (!service_rows_request(rows, offset + done, piece, 0) || !service_rows_wait(rows))
 			return false;
 		memcpy(into + done, rows->slot, piece);
 		done += piece;

@@ -905,10 +905,10 @@ serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, doubl
 	while (status == GPU_OK && receive_message(fd, &message))
 	{
 		memset(&reply, 0, sizeof(reply));
-		if (message.type == GS_MSG_PUT && !rows.sorted && message.offset <= slot_bytes &&
-			message.length <= slot_bytes - message.offset)
+		if (message.type == GS_MSG_PUT && !rows.sorted && message.slot_position <= slot_bytes &&
+			message.length <= slot_bytes - message.slot_position)
 		{
-			status = rows_job_append(&rows, slot + message.offset, message.length,
+			status = rows_job_append(&rows, slot + message.slot_position, message.length,
 									 message.records, reply.message, sizeof(reply.message));
 			reply.type = GS_MSG_ACK;
 			reply.records = rows.n;
@@ -922,10 +922,13 @@ serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, doubl
 			if (status == GPU_INTERRUPTED)
 				break;
 		}
-		else if (message.type == GS_MSG_GET && rows.sorted && message.length <= slot_bytes &&
+		else if (message.type == GS_MSG_GET && rows.sorted &&
+				 message.slot_position <= slot_bytes &&
+				 message.length <= slot_bytes - message.slot_position &&
 				 message.offset <= rows.used && message.length <= rows.used - message.offset)
 		{
-			status = rows_job_read(&rows, slot, message.offset, message.length);
+			status = rows_job_read(&rows, slot + message.slot_position, message.offset,
+								   message.length);
 			if (status != GPU_OK)
 				snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
 			reply.type = GS_MSG_ACK;

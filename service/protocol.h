@@ -32,14 +32,15 @@
  * A rows job (GS_JOB_ROWS) holds one spilled sort's rows in the service's
  * GPU memory instead of temporary files: the client PUTs batches of
  * records, in any order, through its slot ("the slot holds `records`
- * records, `length` bytes from `offset`" -> ACK with the totals; the client
- * may fill another part of the slot before it reads the ACK); RUN sorts
- * them all by their keys on the GPU and
- * lays them out in that order (-> DONE); GETs read the ordered records
- * back, any range, any number of times, until the client closes. A record
- * is laid out as row_store.c writes its runs: uint32 tuple length, the
- * encoded keys (uint64 each), the NULL flags (a byte each), the tuple,
- * uint32 tuple length again.
+ * records, `length` bytes from `slot_position`" -> ACK with the totals);
+ * RUN sorts them all by their keys on the GPU and lays them out in that
+ * order (-> DONE); GETs ("bytes [offset, offset + length) of the ordered
+ * records to `slot_position`" -> ACK) read them back, any range, any
+ * number of times, until the client closes. The client may send its next
+ * PUT or GET before it reads the last one's ACK, filling or reading
+ * another part of the slot meanwhile. A record is laid out as row_store.c
+ * writes its runs: uint32 tuple length, the encoded keys (uint64 each),
+ * the NULL flags (a byte each), the tuple, uint32 tuple length again.
  *
  * A job's data (its "area") is its keys, then (8-byte aligned) its row
  * index: gs_job_area_bytes(). It sits in the slot when it fits the staging
@@ -152,6 +153,7 @@ typedef struct gs_message
 	uint64_t	offset;
 	uint64_t	length;
 	uint64_t	records;
+	uint64_t	slot_position;	/* a rows job's PUT and GET: where in the slot */
 
 	/* DONE */
 	int32_t		status;			/* gpu_status */

@@ -124,11 +124,13 @@ extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_b
 extern char *service_rows_slot(ServiceRows *rows, uint64 *bytes);
 extern bool service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes);
 extern uint64 service_rows_capacity(const ServiceRows *rows);
-extern bool service_rows_append(ServiceRows *rows, uint64 slot_offset, uint64 records,
+extern bool service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records,
 								uint64 bytes);
 extern bool service_rows_wait(ServiceRows *rows);
 extern bool service_rows_sort(ServiceRows *rows, gpu_timing *timing);
 extern bool service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into);
+extern bool service_rows_request(ServiceRows *rows, uint64 offset, uint64 length,
+								 uint64 slot_position);
 extern void service_rows_close(ServiceRows *rows);
 
 #endif							/* GPUSORT_SERVICE_H */

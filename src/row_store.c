@@ -102,9 +102,11 @@ typedef struct SortedRun
 	int			source_number;
 	/* a partitioned merge: where each key range starts in the run */
 	int64	   *partition_starts;
-	/* the rows held in a GPU's memory (file is NULL): where reading is */
+	/* the rows held in a GPU's memory (file is NULL): where reading is,
+	 * and the largest record */
 	ServiceRows *gpu;
 	int64		gpu_position;
+	Size		largest_record;
 } SortedRun;
 
 /* One input of a merge: a run on disk, or the sorted rows in memory. */
@@ -155,7 +157,8 @@ typedef enum ReadMode
 	READ_MEMORY,				/* the sorted rows in memory */
 	READ_MERGE,					/* merging runs as rows are read (forward) */
 	READ_FILE,					/* one merged file, read either way */
-	READ_PARTITIONS				/* a partitioned merge's key ranges in turn */
+	READ_PARTITIONS,			/* a partitioned merge's key ranges in turn */
+	READ_GPU					/* the GPU run alone, from its slot (forward) */
 } ReadMode;
 
 struct RowStore
@@ -207,6 +210,15 @@ struct RowStore
 	int			stream_side;	/* the half being filled */
 	Size		stream_used;
 	uint64		stream_records;
+	/* READ_GPU: the ordered rows come into one half of the slot (after
+	 * room for a record split between two pieces) while the other half is
+	 * read; read_next .. read_end are the bytes not yet read */
+	Size		read_reserve;
+	int			read_side;
+	char	   *read_next;
+	char	   *read_end;
+	int64		read_requested; /* bytes of the run asked for so far */
+	Size		read_coming;	/* bytes on their way to the other half */
 
 	/* reading */
 	ReadMode	mode;
@@ -956,6 +968,7 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 	memcpy(record + length, &length, sizeof(length));
 	store->stream_used += size;
 	store->stream_records++;
+	run->largest_record = Max(run->largest_record, size);
 	for (int k = 0; k < store->nkeys; k++)
 		gs_key_column_observe(&run->columns[k], nulls[k], keys[k]);
 	run->rows++;
@@ -1062,6 +1075,120 @@ sort_gpu_run(RowStore *store)
 	report.gpu_index = timing.device_index;
 	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
 	store->have_report = true;
+}
+
+/* ---- reading the GPU run straight from its slot ---- */
+
+/* Can the GPU run, alone, be read from its slot (READ_GPU)? Each half keeps
+ * room for the largest record before the piece it receives. */
+static bool
+gpu_read_possible(RowStore *store)
+{
+	return store->nruns == 1 && store->runs[0] == store->gpu_run && store->ntuples == 0 &&
+		MAXALIGN(store->gpu_run->largest_record) <= store->stream_half / 4;
+}
+
+/* Asks for the next piece of the GPU run into half `side` of the slot. */
+static void
+request_gpu_piece(RowStore *store, int side)
+{
+	SortedRun  *run = store->gpu_run;
+	Size		length = (Size) Min((int64) (store->stream_half - store->read_reserve),
+									run->bytes - store->read_requested);
+
+	if (!service_rows_request(run->gpu, store->read_requested, length,
+							  side * store->stream_half + store->read_reserve))
+		gpu_run_failed();
+	store->read_requested += length;
+	store->read_coming = length;
+}
+
+/* Moves reading to the piece that came into the other half; what is left
+ * of a record in this half goes just before it. The half left is asked to
+ * be filled again: no row returned lies in it any more. */
+static void
+turn_to_other_half(RowStore *store)
+{
+	Size		left = store->read_end - store->read_next;
+	int			other = store->read_side ^ 1;
+	char	   *piece = store->stream_slot + other * store->stream_half + store->read_reserve;
+	Size		length = store->read_coming;
+
+	if (!service_rows_wait(store->gpu_run->gpu))
+		gpu_run_failed();
+	memmove(piece - left, store->read_next, left);
+	store->read_next = piece - left;
+	store->read_end = piece + length;
+	store->read_side = other;
+	store->read_coming = 0;
+	if (store->read_requested < store->gpu_run->bytes)
+		request_gpu_piece(store, other ^ 1);
+}
+
+/* Reads the GPU run from its start: its first piece, the next on its way. */
+static void
+start_gpu_read(RowStore *store)
+{
+	store->read_reserve = MAXALIGN(store->gpu_run->largest_record);
+	store->read_requested = 0;
+	store->read_side = 1;
+	store->read_next = store->read_end = store->stream_slot + store->stream_half +
+		store->read_reserve;
+	if (!service_rows_wait(store->gpu_run->gpu))
+		gpu_run_failed();
+	request_gpu_piece(store, 0);
+	turn_to_other_half(store);
+}
+
+/* The GPU run's next row into *tuple, valid until the next call; false at
+ * its end. */
+static bool
+next_gpu_row(RowStore *store, MinimalTuple *tuple)
+{
+	Size		header_size = sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1);
+	uint32		length = 0;
+	char	   *data;
+	uint32		trailer;
+
+	for (;;)
+	{
+		Size		left = store->read_end - store->read_next;
+
+		if (left >= header_size)
+		{
+			memcpy(&length, store->read_next, sizeof(length));
+			if (left >= record_size(store, length))
+				break;
+		}
+		if (store->read_coming == 0)
+		{
+			if (left > 0)
+				elog(ERROR, "gpusort: the GPU service returned a row cut short");
+			return false;
+		}
+		turn_to_other_half(store);
+	}
+	data = store->read_next + header_size;
+	memcpy(&trailer, data + length, sizeof(trailer));
+	if (trailer != length)
+		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
+	store->read_next += record_size(store, length);
+	if ((uintptr_t) data % MAXIMUM_ALIGNOF != 0)
+	{
+		if (store->buffer_size < length)
+		{
+			Size		size = Max(MAXALIGN(length), 256);
+
+			if (store->buffer != NULL)
+				pfree(store->buffer);
+			store->buffer = MemoryContextAllocHuge(store->context, size);
+			store->buffer_size = size;
+		}
+		memcpy(store->buffer, data, length);
+		data = store->buffer;
+	}
+	*tuple = (MinimalTuple) data;
+	return true;
 }
 
 /* Up to `length` bytes of a run from where its reading stands. */
@@ -1905,6 +2032,11 @@ row_store_sort(RowStore *store)
 		store->mode = READ_FILE;
 		store->position = -1;
 	}
+	else if (gpu_read_possible(store))
+	{
+		start_gpu_read(store);
+		store->mode = READ_GPU;
+	}
 	else
 	{
 		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), -1);
@@ -2340,6 +2472,22 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 			}
 			break;
 
+		case READ_GPU:
+			if (!forward)
+				elog(ERROR, "gpusort: backward scan of a sort that was not planned for it");
+			if (store->position + 1 < n)
+			{
+				MinimalTuple tuple;
+
+				if (next_gpu_row(store, &tuple))
+				{
+					store->position++;
+					ExecStoreMinimalTuple(tuple, slot, false);
+					return true;
+				}
+			}
+			break;
+
 		case READ_PARTITIONS:
 			if (!forward)
 				elog(ERROR, "gpusort: backward scan of a sort that was not planned for it");
@@ -2418,12 +2566,14 @@ row_store_rewind(RowStore *store)
 	}
 	if (store->mode == READ_MERGE)
 		start_merge(store, 0, store->nruns, store->ntuples > 0, merge_memory(store), -1);
+	else if (store->mode == READ_GPU)
+		start_gpu_read(store);
 }
 
 void
 row_store_mark(RowStore *store)
 {
-	if (store->mode == READ_MERGE || store->mode == READ_PARTITIONS)
+	if (store->mode == READ_MERGE || store->mode == READ_PARTITIONS || store->mode == READ_GPU)
 		elog(ERROR, "gpusort: mark of a sort that was not planned for it");
 	store->marked_position = store->position;
 	store->marked_offset = store->offset;
@@ -2433,7 +2583,7 @@ row_store_mark(RowStore *store)
 void
 row_store_restore(RowStore *store)
 {
-	if (store->mode == READ_MERGE || store->mode == READ_PARTITIONS)
+	if (store->mode == READ_MERGE || store->mode == READ_PARTITIONS || store->mode == READ_GPU)
 		elog(ERROR, "gpusort: restore of a sort that was not planned for it");
 	store->position = store->marked_position;
 	store->offset = store->marked_offset;

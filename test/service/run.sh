@@ -252,9 +252,10 @@ check "a scroll cursor reads them either way" \
   "$(psql_q -c "SET gpusort.enabled = off; $cursor" | tr '\n' ' ')" "$(psql_q -c "$spill $cursor" | tr '\n' ' ')"
 check "no job left when the sorts ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
-# (NO SCROLL: a scrollable cursor's sort merges into one temporary file)
+# (NO SCROLL: a scrollable cursor's sort merges into one temporary file;
+# whole rows, 28 MB: more than the two pieces read ahead of the first row)
 gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
-out=$(printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT id FROM rows_t ORDER BY k, id;" \
+out=$(printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
   "FETCH 1 FROM c;" "\\! kill -9 $gpud_pid" "FETCH 299999 FROM c;" "ROLLBACK;" "SELECT 'usable';" | psql_q)
 case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond work_mem"*"usable"*)
   ok "kill -9 of the process holding the rows: a clear error, the session usable";;
