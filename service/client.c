@@ -45,9 +45,16 @@ typedef struct StagingMapping
 	uint64		generation;
 	char	   *base;
 	uint64		bytes;
+	int			rows_jobs;		/* open rows jobs whose slot lies in it */
 } StagingMapping;
 
 static StagingMapping mappings[GS_SERVICE_MAX_GPUS];
+
+/* Mappings of a staging area whose process has gone, kept while a rows
+ * job of this backend still points into them (its reads then fail with
+ * the connection, not on unmapped memory). */
+#define MAX_RETIRED_MAPPINGS 16
+static StagingMapping retired[MAX_RETIRED_MAPPINGS];
 
 static void
 set_error(const char *format,...)
@@ -416,9 +423,19 @@ map_staging(int gpu, const gs_message *welcome, int memfd)
 			close(memfd);
 		return true;
 	}
-	if (m->base != NULL)
+	if (m->base != NULL && m->rows_jobs > 0)
+	{
+		int			i = 0;
+
+		while (i < MAX_RETIRED_MAPPINGS && retired[i].base != NULL)
+			i++;
+		if (i < MAX_RETIRED_MAPPINGS)
+			retired[i] = *m;	/* else left mapped for good */
+	}
+	else if (m->base != NULL)
 		munmap(m->base, m->bytes);
 	m->base = NULL;
+	m->rows_jobs = 0;
 	if (memfd < 0)
 	{
 		set_error("the GPU service did not pass its staging area");
@@ -868,6 +885,8 @@ struct ServiceRows
 	uint64		pending_length;
 	bool		sorted;
 	bool		counted;		/* in the GPU's in_flight */
+	char	   *mapping;		/* the staging mapping its slot lies in, or
+								 * NULL */
 };
 
 /* Ends the job: the service frees its memory when the connection closes. */
@@ -881,6 +900,18 @@ service_rows_close(ServiceRows *rows)
 	if (rows->counted)
 		pg_atomic_fetch_sub_u32(&gpu_service->gpus[rows->gpu].in_flight, 1);
 	rows->counted = false;
+	if (rows->mapping != NULL && rows->mapping == mappings[rows->gpu].base)
+		mappings[rows->gpu].rows_jobs--;
+	else if (rows->mapping != NULL)
+	{
+		for (int i = 0; i < MAX_RETIRED_MAPPINGS; i++)
+			if (retired[i].base == rows->mapping && --retired[i].rows_jobs == 0)
+			{
+				munmap(retired[i].base, retired[i].bytes);
+				retired[i].base = NULL;
+			}
+	}
+	rows->mapping = NULL;
 }
 
 /*
@@ -909,10 +940,22 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	SpinLockAcquire(&gpu_service->mutex);
 	budget = gpu_service->gpus[gpu].budget_bytes;
 	SpinLockRelease(&gpu_service->mutex);
-	capacity_bytes = Min(capacity_bytes, budget / 4);
-	if (memory_limit > 0)
-		capacity_bytes = Min(capacity_bytes, memory_limit / 4);
-	max_records = Min(capacity_bytes / Max(min_record_bytes, 1), (uint64) PG_INT32_MAX);
+	/*
+	 * The service counts the job for twice its rows and 48 bytes a record
+	 * (offsets, the sort of the keys) beyond 16 MB: all that within a
+	 * quarter of its budget and of the per-sort cap.
+	 */
+	{
+		uint64		share = budget / 4;
+
+		if (memory_limit > 0)
+			share = Min(share, memory_limit);
+		share = share > ((uint64) 16 << 20) ? share - ((uint64) 16 << 20) : 0;
+		min_record_bytes = Max(min_record_bytes, 1);
+		capacity_bytes = Min(capacity_bytes,
+							 (uint64) ((double) share / (2.0 + 48.0 / min_record_bytes)));
+	}
+	max_records = Min(capacity_bytes / min_record_bytes, (uint64) PG_INT32_MAX);
 	if (max_records == 0)
 	{
 		snprintf(why, why_size, "the GPU memory a sort may use is too small");
@@ -963,6 +1006,8 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	}
 	rows->slot = mappings[gpu].base + message.slot_offset;
 	rows->slot_bytes = message.slot_bytes;
+	rows->mapping = mappings[gpu].base;
+	mappings[gpu].rows_jobs++;
 	rows->capacity_bytes = capacity_bytes;
 	rows->max_records = max_records;
 	return rows;

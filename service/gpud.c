@@ -585,7 +585,8 @@ valid_job(const gs_message *job)
 	if (job->kind == GS_JOB_MINMAX)
 		return job->key_bytes == 8 && !job->with_index;
 	if (job->kind == GS_JOB_ROWS)
-		return job->capacity_bytes > 0 && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS;
+		return job->capacity_bytes > 0 && job->capacity_bytes <= service.budget_bytes &&
+			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS;
 	if (job->kind != GS_JOB_SORT && job->kind != GS_JOB_APPROX)
 		return false;
 	if ((job->key_bytes != 4 && job->key_bytes != 8) || job->key_bits > job->key_bytes * 8)
@@ -678,6 +679,18 @@ rows_job_free(RowsJob *rows)
 	}
 }
 
+/* realloc that keeps the old block when it fails (rows_job_free frees it) */
+static bool
+grow_array(void **array, size_t bytes)
+{
+	void	   *grown = realloc(*array, bytes);
+
+	if (grown == NULL)
+		return false;
+	*array = grown;
+	return true;
+}
+
 static bool
 rows_job_grow(RowsJob *rows, uint64_t records)
 {
@@ -687,12 +700,13 @@ rows_job_grow(RowsJob *rows, uint64_t records)
 		return true;
 	while (size < records)
 		size = size < 65536 ? 65536 : size * 2;
-	if ((rows->offsets = realloc(rows->offsets, size * sizeof(uint64_t))) == NULL ||
-		(rows->lengths = realloc(rows->lengths, size * sizeof(uint32_t))) == NULL)
+	size = size < rows->submit->n ? size : rows->submit->n;
+	if (!grow_array((void **) &rows->offsets, size * sizeof(uint64_t)) ||
+		!grow_array((void **) &rows->lengths, size * sizeof(uint32_t)))
 		return false;
 	for (uint32_t k = 0; k < rows->submit->nkeys; k++)
-		if ((rows->column_keys[k] = realloc(rows->column_keys[k], size * sizeof(uint64_t))) == NULL ||
-			(rows->column_nulls[k] = realloc(rows->column_nulls[k], size)) == NULL)
+		if (!grow_array((void **) &rows->column_keys[k], size * sizeof(uint64_t)) ||
+			!grow_array((void **) &rows->column_nulls[k], size))
 			return false;
 	rows->allocated = size;
 	return true;
@@ -712,7 +726,8 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 	uint64_t	position = 0;
 	uint64_t	first = rows->n;
 
-	if (records > rows->submit->n - rows->n || length > rows->capacity - rows->used)
+	if (records > rows->submit->n - rows->n || length > rows->capacity - rows->used ||
+		records > length / gs_row_record_bytes(nkeys, 0))
 	{
 		snprintf(message, message_size, "more rows than the job was admitted for");
 		return GPU_INVALID;
@@ -732,7 +747,8 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 		if (length - position < header)
 			break;
 		memcpy(&tuple_length, record, sizeof(tuple_length));
-		if (length - position < gs_row_record_bytes(nkeys, tuple_length))
+		if (tuple_length < GS_MIN_TUPLE_BYTES ||
+			length - position < gs_row_record_bytes(nkeys, tuple_length))
 			break;
 		memcpy(&trailer, record + header + tuple_length, sizeof(trailer));
 		if (trailer != tuple_length)
@@ -799,7 +815,9 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	}
 	gs_sort_request_init(&settings);
 	settings.algorithm = GS_ALGO_RADIX;
-	settings.device = service.emulated ? GS_DEVICE_CPU : GS_DEVICE_GPU;
+	/* the rows are here either way: if the GPU cannot sort their keys (its
+	 * memory), this process's CPU does */
+	settings.device = service.emulated ? GS_DEVICE_CPU : GS_DEVICE_AUTO;
 	settings.gpu_memory_limit = rows->submit->memory_limit;
 	settings.poll = client_cancelled;
 	settings.poll_arg = client_fd;
@@ -1008,8 +1026,8 @@ serve_connection(void *arg)
 	chunked = job.kind != GS_JOB_ROWS &&
 		area_bytes > service.staging_bytes / SLOT_ALIGN * SLOT_ALIGN;
 	if (job.kind == GS_JOB_ROWS)
-		slot_bytes = (service.staging_bytes < ROWS_SLOT_BYTES ?
-					  service.staging_bytes : ROWS_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
+		slot_bytes = (service.staging_bytes / 4 < ROWS_SLOT_BYTES ?
+					  service.staging_bytes / 4 : ROWS_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
 	else if (chunked)
 		slot_bytes = (service.staging_bytes < CHUNK_SLOT_BYTES ?
 					  service.staging_bytes : CHUNK_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;

@@ -183,6 +183,10 @@ gs_job_area_bytes(uint64_t n, uint32_t key_bytes, int with_index)
 	return gs_align8(n * key_bytes) + (with_index ? n * sizeof(uint32_t) : 0);
 }
 
+/* The shortest tuple a rows job's record may hold: a minimal tuple's
+ * header (PostgreSQL's MinimalTupleData up to its data). */
+#define GS_MIN_TUPLE_BYTES 16
+
 /* Bytes of a rows job's record with `nkeys` keys around a tuple of
  * `tuple_length` bytes (see GS_JOB_ROWS above). */
 static inline uint64_t

@@ -1116,6 +1116,8 @@ turn_to_other_half(RowStore *store)
 
 	if (!service_rows_wait(store->gpu_run->gpu))
 		gpu_run_failed();
+	if (left > store->read_reserve)
+		elog(ERROR, "gpusort: the GPU service returned a row longer than any it was given");
 	memmove(piece - left, store->read_next, left);
 	store->read_next = piece - left;
 	store->read_end = piece + length;
@@ -1157,6 +1159,8 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 		if (left >= header_size)
 		{
 			memcpy(&length, store->read_next, sizeof(length));
+			if (length < GS_MIN_TUPLE_BYTES)
+				elog(ERROR, "gpusort: the GPU service returned a corrupt row");
 			if (left >= record_size(store, length))
 				break;
 		}
@@ -1289,6 +1293,15 @@ spill_rows(RowStore *store, bool more_rows)
 			return;
 		}
 		stop_streaming(store);	/* full: the rest go to files */
+		if (store->gpu_run->rows == 0)
+		{
+			/* not even the first batch fit (a row wider than half the
+			 * slot): no GPU run at all */
+			Assert(store->runs[store->nruns - 1] == store->gpu_run);
+			store->nruns--;
+			store->stats.runs--;
+			drop_run(store, store->gpu_run);
+		}
 	}
 
 	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);

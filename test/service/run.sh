@@ -240,13 +240,23 @@ for order in "k, id" "m DESC NULLS LAST, id" "m NULLS FIRST, k DESC, id"; do
   check "ORDER BY $order: PostgreSQL's rows in PostgreSQL's order" \
     "$(ordered "SET gpusort.enabled = off;" "$order")" "$(ordered "$spill" "$order")"
 done
-limited="$spill SET gpusort.gpu_memory_limit = '2MB';"
+limited="$spill SET gpusort.gpu_memory_limit = '20MB';"
 plan=$(psql_q -c "$limited EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
 case "$plan" in *"Sort Method: external merge"*"Rows in GPU Memory: "*"Disk: "*)
   ok "rows beyond the room the service gave go to temporary files";;
   *) bad "rows beyond the room the service gave go to temporary files" "$plan";; esac
 check "and merge with those in the GPU's memory" \
   "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$limited" "k, id")"
+# a row wider than half the slot (9.6 MB, detoasted by the projection)
+# stops the streaming: the rows before it in the GPU's memory, the rest in
+# files, merged
+psql_q -c "CREATE TABLE wide_t AS SELECT g AS id, (g * 7919) % 100003 AS k, CASE WHEN g = 40000 THEN repeat(md5(g::text), 300000) ELSE md5(g::text) END AS pad FROM generate_series(1, 50000) g" >/dev/null
+wide_sql="SELECT count(*) || ' ' || md5(string_agg(id || ':' || md5(p), ',')) FROM (SELECT id, k, pad || '' AS p FROM wide_t ORDER BY k, id) s"
+plan=$(psql_q -c "$spill EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id, k, pad || '' FROM wide_t ORDER BY k, id")
+case "$plan" in *"Rows in GPU Memory: 39999 ("*"Disk: "*) ok "a row wider than half the slot: the rows after it go to files";;
+  *) bad "a row wider than half the slot: the rows after it go to files" "$plan";; esac
+check "and merge with those in the GPU's memory (PostgreSQL's rows and order)" \
+  "$(psql_q -c "SET gpusort.enabled = off; $wide_sql")" "$(psql_q -c "$spill $wide_sql")"
 cursor="BEGIN; DECLARE c SCROLL CURSOR FOR SELECT id FROM rows_t ORDER BY k, id; MOVE FORWARD 299990 IN c; FETCH BACKWARD 4 FROM c; MOVE ABSOLUTE 7 IN c; FETCH 2 FROM c; COMMIT;"
 check "a scroll cursor reads them either way" \
   "$(psql_q -c "SET gpusort.enabled = off; $cursor" | tr '\n' ' ')" "$(psql_q -c "$spill $cursor" | tr '\n' ' ')"
