@@ -739,6 +739,26 @@ read_record(RowStore *store, BufFile *file, uint64_t *keys, bool *nulls,
 	return true;
 }
 
+/* A record's tuple where it lies when MAXALIGNed there, else copied into
+ * *buffer (grown as needed, in the store's context). */
+static MinimalTuple
+aligned_tuple(RowStore *store, char *data, uint32 length, char **buffer, Size *buffer_size)
+{
+	if ((uintptr_t) data % MAXIMUM_ALIGNOF == 0)
+		return (MinimalTuple) data;
+	if (*buffer_size < length)
+	{
+		Size		size = Max(MAXALIGN(length), 256);
+
+		if (*buffer != NULL)
+			pfree(*buffer);
+		*buffer = MemoryContextAllocHuge(store->context, size);
+		*buffer_size = size;
+	}
+	memcpy(*buffer, data, length);
+	return (MinimalTuple) *buffer;
+}
+
 /* Seeks to a byte offset of a file of any size (BufFile's segments are
  * whole blocks, so the block seek crosses segments and the rest does not). */
 static void
@@ -1177,21 +1197,7 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	if (trailer != length)
 		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
 	store->read_next += record_size(store, length);
-	if ((uintptr_t) data % MAXIMUM_ALIGNOF != 0)
-	{
-		if (store->buffer_size < length)
-		{
-			Size		size = Max(MAXALIGN(length), 256);
-
-			if (store->buffer != NULL)
-				pfree(store->buffer);
-			store->buffer = MemoryContextAllocHuge(store->context, size);
-			store->buffer_size = size;
-		}
-		memcpy(store->buffer, data, length);
-		data = store->buffer;
-	}
-	*tuple = (MinimalTuple) data;
+	*tuple = aligned_tuple(store, data, length, &store->buffer, &store->buffer_size);
 	return true;
 }
 
@@ -1400,22 +1406,13 @@ read_chunk_record(RowStore *store, MergeInput *input)
 	memcpy(&trailer, tuple + length, sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
-	if ((uintptr_t) tuple % MAXIMUM_ALIGNOF != 0)
 	{
-		if (input->buffer_size < length)
-		{
-			Size		size = Max(MAXALIGN(length), 256);
+		Size		had = input->buffer_size;
 
-			if (input->buffer != NULL)
-				pfree(input->buffer);
-			input->buffer = MemoryContextAllocHuge(store->context, size);
-			input->buffer_size = size;
+		input->tuple = aligned_tuple(store, tuple, length, &input->buffer, &input->buffer_size);
+		if (input->buffer_size != had)
 			count_merge_memory(store);
-		}
-		memcpy(input->buffer, tuple, length);
-		tuple = input->buffer;
 	}
-	input->tuple = (MinimalTuple) tuple;
 	input->chunk_pos += header_size + length + sizeof(uint32);
 	return true;
 }
