@@ -328,10 +328,11 @@ rescan_gpusort(CustomScanState *node)
 	 * deletes.
 	 */
 	if (child->chgParam != NULL || (state->plan.bounded && node->ss.ps.chgParam != NULL) ||
-		state->plan.role != GPUSORT_SORT_ALL)
+		state->plan.role != GPUSORT_SORT_ALL || !row_store_rewindable(state->rows))
 	{
-		/* new input: sort again from scratch (a merge of shares first
-		 * stops its helpers, whom the Gather's rescan waits for) */
+		/* new input, or rows already given back: sort again from scratch
+		 * (a merge of shares first stops its helpers, whom the Gather's
+		 * rescan waits for) */
 		if (state->plan.role == GPUSORT_MERGE_SHARES)
 			gpusort_stop_range_merges(state);
 		drop_rows(state);

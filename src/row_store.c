@@ -1147,6 +1147,21 @@ turn_to_other_half(RowStore *store)
 		request_gpu_piece(store, other ^ 1);
 }
 
+/*
+ * Every row was read: the GPU memory goes back now rather than when the
+ * query ends (a cursor left open, a sort below a long join). READ_GPU is
+ * never asked to go back, and a rescan sorts again
+ * (row_store_rewindable()).
+ */
+static void
+release_gpu_run(RowStore *store)
+{
+	if (store->gpu_run == NULL)
+		return;
+	store->nruns = 0;
+	drop_run(store, store->gpu_run);
+}
+
 /* Reads the GPU run from its start: its first piece, the next on its way. */
 static void
 start_gpu_read(RowStore *store)
@@ -1172,6 +1187,9 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	char	   *data;
 	uint32		trailer;
 
+	if (store->gpu_run == NULL)
+		return false;			/* read to its end and given back */
+
 	for (;;)
 	{
 		Size		left = store->read_end - store->read_next;
@@ -1188,6 +1206,7 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 		{
 			if (left > 0)
 				elog(ERROR, "gpusort: the GPU service returned a row cut short");
+			release_gpu_run(store);
 			return false;
 		}
 		turn_to_other_half(store);
@@ -2496,6 +2515,8 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 					return true;
 				}
 			}
+			/* the last row is no longer the caller's: the GPU memory goes */
+			release_gpu_run(store);
 			break;
 
 		case READ_PARTITIONS:
@@ -2562,6 +2583,14 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 		store->position = -1;
 	ExecClearTuple(slot);
 	return false;
+}
+
+/* Can the sorted rows be read again from the start? Not once the GPU's
+ * memory that held them was given back. */
+bool
+row_store_rewindable(const RowStore *store)
+{
+	return store->mode != READ_GPU || store->gpu_run != NULL;
 }
 
 void

@@ -146,6 +146,7 @@ extern void row_store_read_partitions(RowStore *store, RowStorePartitionSource s
 /* The next row in `forward` direction into `slot` (a minimal tuple slot),
  * valid until the next call; false, with the slot cleared, past either end. */
 extern bool row_store_get(RowStore *store, bool forward, TupleTableSlot *slot);
+extern bool row_store_rewindable(const RowStore *store);
 extern void row_store_rewind(RowStore *store);
 extern void row_store_mark(RowStore *store);
 extern void row_store_restore(RowStore *store);

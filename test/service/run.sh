@@ -262,6 +262,12 @@ check "a scroll cursor reads them either way" \
   "$(psql_q -c "SET gpusort.enabled = off; $cursor" | tr '\n' ' ')" "$(psql_q -c "$spill $cursor" | tr '\n' ' ')"
 check "no job left when the sorts ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
+held=$(printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
+  "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
+  "MOVE ALL IN c;" "SELECT 'after ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
+  "COMMIT;" | psql_q)
+case "$held" in *"held 1"*"after 0"*) ok "the GPU memory goes back once the last row is read, the cursor still open";;
+  *) bad "the GPU memory goes back once the last row is read, the cursor still open" "$held";; esac
 # (NO SCROLL: a scrollable cursor's sort merges into one temporary file;
 # whole rows, 28 MB: more than the two pieces read ahead of the first row)
 gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
