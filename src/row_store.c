@@ -19,6 +19,13 @@
  * within work_mem are merged in passes first. Spilled sorts are exact, also
  * under the approximate opt-in.
  *
+ * Beyond work_mem with the GPU service (gpusort.spill_to_gpu, serial and
+ * unbounded sorts): the rows go to a GPU's memory instead, the first batch
+ * from memory, every later row straight from the scan into the service's
+ * slot; the service sorts them there and they are read back from the slot
+ * in order ("runs in a GPU's memory" below). What does not fit the room
+ * the service gave goes to files as above, merged with the GPU's run.
+ *
  * Memory is counted as the memory contexts allocated it. Everything lives
  * in the store's own context and the files belong to the resource owner,
  * so an error at any row leaks nothing.

@@ -5,7 +5,8 @@
  * once, then reads the rows back in order, as nodeSort.c does with
  * tuplesort.c. The store keeps its memory within work_mem: rows that
  * outgrow it are sorted (on the GPU when one is usable) and written as a
- * sorted run to a temporary file, and the runs are merged as they are read.
+ * sorted run to a temporary file, and the runs are merged as they are read;
+ * or, with the GPU service, they are held and sorted in a GPU's memory.
  */
 #ifndef GPUSORT_ROW_STORE_H
 #define GPUSORT_ROW_STORE_H
