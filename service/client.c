@@ -883,7 +883,6 @@ struct ServiceRows
 	gs_message_type pending;	/* a PUT or GET sent, its ACK not yet read */
 	uint64		pending_offset; /* ... the GET's */
 	uint64		pending_length;
-	bool		sorted;
 	bool		counted;		/* in the GPU's in_flight */
 	char	   *mapping;		/* the staging mapping its slot lies in, or
 								 * NULL */
@@ -1029,6 +1028,16 @@ service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes)
 		bytes <= rows->capacity_bytes - rows->bytes;
 }
 
+/* The connection to the service ended while it held the rows. */
+static bool
+rows_lost(ServiceRows *rows)
+{
+	set_error("the GPU service's process for GPU %d ended while it held the sort's rows "
+			  "(see the server log)", rows->gpu);
+	gpu_service_count_fallback(rows->gpu, FALLBACK_SERVICE_LOST);
+	return false;
+}
+
 /* The reply to a request, checked; false (why in gpu_last_error()) if the
  * service failed it, went away, or the backend was asked to stop. */
 static bool
@@ -1042,12 +1051,7 @@ rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 		return false;
 	}
 	if (result != WAIT_OK)
-	{
-		set_error("the GPU service's process for GPU %d ended while it held the sort's rows "
-				  "(see the server log)", rows->gpu);
-		gpu_service_count_fallback(rows->gpu, FALLBACK_SERVICE_LOST);
-		return false;
-	}
+		return rows_lost(rows);
 	if (reply->type != expected || (expected == GS_MSG_DONE && reply->status != GPU_OK))
 	{
 		set_error("%s", reply->message[0] ? reply->message :
@@ -1080,20 +1084,30 @@ service_rows_wait(ServiceRows *rows)
 	return true;
 }
 
-/* Sends one request of a rows job, after reading the answer to the one
- * before (at most one is on its way). */
+/*
+ * Sends a PUT or GET of a rows job, after reading the answer to the one
+ * before (at most one is on its way): `length` bytes at `slot_position` in
+ * the slot, and for a PUT the number of records, for a GET where in the
+ * ordered rows the bytes come from.
+ */
 static bool
-rows_request(ServiceRows *rows, gs_message *message, gs_message_type type)
+rows_request(ServiceRows *rows, gs_message_type type, uint64 slot_position, uint64 length,
+			 uint64 records, uint64 offset)
 {
+	gs_message	message;
+
 	if (!service_rows_wait(rows))
 		return false;
-	if (!send_message(rows->fd, message, type))
-	{
-		set_error("the GPU service's process for GPU %d ended while it held the sort's rows "
-				  "(see the server log)", rows->gpu);
-		return false;
-	}
+	memset(&message, 0, sizeof(message));
+	message.slot_position = slot_position;
+	message.length = length;
+	message.records = records;
+	message.offset = offset;
+	if (!send_message(rows->fd, &message, type))
+		return rows_lost(rows);
 	rows->pending = type;
+	rows->pending_offset = offset;
+	rows->pending_length = length;
 	return true;
 }
 
@@ -1105,13 +1119,7 @@ rows_request(ServiceRows *rows, gs_message *message, gs_message_type type)
 bool
 service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uint64 bytes)
 {
-	gs_message	message;
-
-	memset(&message, 0, sizeof(message));
-	message.slot_position = slot_position;
-	message.length = bytes;
-	message.records = records;
-	if (!rows_request(rows, &message, GS_MSG_PUT))
+	if (!rows_request(rows, GS_MSG_PUT, slot_position, bytes, records, 0))
 		return false;
 	rows->records += records;
 	rows->bytes += bytes;
@@ -1126,17 +1134,7 @@ service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uin
 bool
 service_rows_request(ServiceRows *rows, uint64 offset, uint64 length, uint64 slot_position)
 {
-	gs_message	message;
-
-	memset(&message, 0, sizeof(message));
-	message.offset = offset;
-	message.length = length;
-	message.slot_position = slot_position;
-	if (!rows_request(rows, &message, GS_MSG_GET))
-		return false;
-	rows->pending_offset = offset;
-	rows->pending_length = length;
-	return true;
+	return rows_request(rows, GS_MSG_GET, slot_position, length, 0, offset);
 }
 
 /* Sorts the rows held; *timing gets the GPU's times. */
@@ -1158,7 +1156,6 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 				  (unsigned long long) rows->records);
 		return false;
 	}
-	rows->sorted = true;
 	if (timing != NULL)
 	{
 		*timing = message.timing;
@@ -1182,11 +1179,4 @@ service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into)
 		done += piece;
 	}
 	return true;
-}
-
-/* The bytes of records the job was admitted for. */
-uint64
-service_rows_capacity(const ServiceRows *rows)
-{
-	return rows->capacity_bytes;
 }

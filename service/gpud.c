@@ -653,7 +653,6 @@ typedef struct RowsJob
 	const gs_message *submit;
 	gpu_rows   *device;			/* the records on the GPU, or (emulated) */
 	char	   *host;			/* ... in this process's memory */
-	uint64_t	capacity;
 	uint64_t	used;			/* bytes held */
 	uint64_t	n;				/* records held */
 	uint64_t	allocated;		/* records the arrays below have room for */
@@ -726,7 +725,7 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 	uint64_t	position = 0;
 	uint64_t	first = rows->n;
 
-	if (records > rows->submit->n - rows->n || length > rows->capacity - rows->used ||
+	if (records > rows->submit->n - rows->n || length > rows->submit->capacity_bytes - rows->used ||
 		records > length / gs_row_record_bytes(nkeys, 0))
 	{
 		snprintf(message, message_size, "more rows than the job was admitted for");
@@ -902,22 +901,21 @@ serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, doubl
 
 	memset(&rows, 0, sizeof(rows));
 	rows.submit = job;
-	rows.capacity = job->capacity_bytes;
 	for (uint32_t k = 0; k < job->nkeys; k++)
 		gs_key_column_init(&rows.columns[k], (job->descending_mask >> k) & 1,
 						   (job->nulls_first_mask >> k) & 1);
 	memset(&reply, 0, sizeof(reply));
 	if (service.emulated)
 	{
-		if ((rows.host = malloc(rows.capacity)) == NULL)
+		if ((rows.host = malloc(job->capacity_bytes)) == NULL)
 		{
 			status = GPU_OUT_OF_MEMORY;
 			snprintf(reply.message, sizeof(reply.message),
 					 "the service could not allocate %llu MB of host memory for the rows",
-					 (unsigned long long) (rows.capacity >> 20));
+					 (unsigned long long) (job->capacity_bytes >> 20));
 		}
 	}
-	else if ((status = gpu_rows_create(rows.capacity, &rows.device)) != GPU_OK)
+	else if ((status = gpu_rows_create(job->capacity_bytes, &rows.device)) != GPU_OK)
 		snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
 
 	while (status == GPU_OK && receive_message(fd, &message))

@@ -123,7 +123,6 @@ extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_b
 									  uint64 memory_limit, char *why, size_t why_size);
 extern char *service_rows_slot(ServiceRows *rows, uint64 *bytes);
 extern bool service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes);
-extern uint64 service_rows_capacity(const ServiceRows *rows);
 extern bool service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records,
 								uint64 bytes);
 extern bool service_rows_wait(ServiceRows *rows);

@@ -189,8 +189,6 @@ struct RowStore
 	gs_key_column approx_range; /* approximate: the key over all rows */
 	uint32_t   *order;			/* after sorting: row numbers in order */
 	MinimalTuple *sorted;		/* the tuples in output order */
-	Size		record_bytes;	/* the rows in memory as run records */
-	Size		largest_record;
 
 	/* bounded: rows at or beyond this one are not kept */
 	bool		have_threshold;
@@ -205,13 +203,12 @@ struct RowStore
 	int64		disk_bytes;
 	char	   *write_buffer;	/* RUN_WRITE_BUFFER bytes, for write_record() */
 	Size		write_buffered; /* bytes in it, not yet in their run's file */
-	/* the run in a GPU's memory (also in runs), filled while gpu_run_open */
+	/* the run in a GPU's memory (also in runs); while gpu_run_open, every
+	 * row after the first batch goes straight into the job's slot, one
+	 * half filled while the service takes the other */
 	SortedRun  *gpu_run;
 	bool		gpu_run_tried;
 	bool		gpu_run_open;
-	/* after the first batch, rows go straight into the job's slot, one half
-	 * filled while the service takes the other */
-	bool		gpu_streaming;
 	char	   *stream_slot;
 	Size		stream_half;	/* bytes of each half */
 	int			stream_side;	/* the half being filled */
@@ -354,8 +351,6 @@ allocate_rows(RowStore *store, size_t capacity)
 	store->arena_left = 0;
 	store->order = NULL;
 	store->sorted = NULL;
-	store->record_bytes = 0;
-	store->largest_record = 0;
 	for (int k = 0; k < store->nkeys; k++)
 		gs_key_column_init(&store->columns[k], store->plan->descending[k],
 						   store->plan->nulls_first[k]);
@@ -424,30 +419,44 @@ arena_copy(RowStore *store, const char *data, uint32 length)
 	return copy;
 }
 
-/* Copies the slot's row into the arena as a minimal tuple. Heap tuples
- * (the usual case: a scan) are converted in place, with one memcpy. */
-static MinimalTuple
-copy_row(RowStore *store, TupleTableSlot *slot)
+/*
+ * The slot's row as the bytes of a minimal tuple, without a copy where it
+ * is a heap tuple (the usual case: a scan). Those bytes do not carry the
+ * minimal tuple's length: whoever copies them sets t_len. *should_free:
+ * the caller pfrees the bytes after.
+ */
+static char *
+slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
 {
-	MinimalTuple result;
-
 	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
 	{
 		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
-		uint32		length = heap->t_len - MINIMAL_TUPLE_OFFSET;
 
-		result = arena_copy(store, (char *) heap->t_data + MINIMAL_TUPLE_OFFSET, length);
-		result->t_len = length;
+		*should_free = false;
+		*length = heap->t_len - MINIMAL_TUPLE_OFFSET;
+		return (char *) heap->t_data + MINIMAL_TUPLE_OFFSET;
 	}
 	else
 	{
-		bool		should_free;
-		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, &should_free);
+		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, should_free);
 
-		result = arena_copy(store, (char *) tuple, tuple->t_len);
-		if (should_free)
-			pfree(tuple);
+		*length = tuple->t_len;
+		return (char *) tuple;
 	}
+}
+
+/* Copies the slot's row into the arena as a minimal tuple. */
+static MinimalTuple
+copy_row(RowStore *store, TupleTableSlot *slot)
+{
+	bool		should_free;
+	uint32		length;
+	char	   *bytes = slot_tuple_bytes(slot, &length, &should_free);
+	MinimalTuple result = arena_copy(store, bytes, length);
+
+	result->t_len = length;
+	if (should_free)
+		pfree(bytes);
 	return result;
 }
 
@@ -625,6 +634,21 @@ pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *
 	return sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
 }
 
+/* A whole record (header, tuple, trailing length) laid out at `into`; the
+ * tuple's own t_len is set on the way (its bytes may come from a heap
+ * tuple). Returns its size. */
+static Size
+pack_record(const RowStore *store, char *into, const uint64_t *keys, const bool *nulls,
+			const char *tuple, uint32 length)
+{
+	char	   *record = into + pack_header(store, into, length, keys, nulls);
+
+	memcpy(record, tuple, length);
+	memcpy(record, &length, sizeof(length));
+	memcpy(record + length, &length, sizeof(length));
+	return record + length + sizeof(length) - into;
+}
+
 /* Writes the buffered records to the file of the run they belong to. */
 static void
 flush_records(RowStore *store, SortedRun *run)
@@ -680,7 +704,6 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 {
 	uint32		length = tuple->t_len;
 	Size		size = record_size(store, length);
-	char	   *record;
 
 	if (run->samples != NULL && run->bytes >= run->next_sample)
 		note_sample(store, run, keys, nulls);
@@ -699,13 +722,8 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 		write_bytes(run->file, &length, sizeof(length));
 	}
 	else
-	{
-		record = store->write_buffer + store->write_buffered;
-		record += pack_header(store, record, length, keys, nulls);
-		memcpy(record, tuple, length);
-		memcpy(record + length, &length, sizeof(length));
-		store->write_buffered += size;
-	}
+		store->write_buffered += pack_record(store, store->write_buffer + store->write_buffered,
+											 keys, nulls, (char *) tuple, length);
 	run->rows++;
 	run->bytes += size;
 	store->disk_bytes += size;
@@ -839,10 +857,12 @@ drop_run(RowStore *store, SortedRun *run)
 		service_rows_close(run->gpu);
 		if (store->gpu_run == run)
 			store->gpu_run = NULL;
-		store->disk_bytes += run->bytes;	/* was not on disk */
 	}
 	else
+	{
 		BufFileClose(run->file);
+		store->disk_bytes -= run->bytes;
+	}
 	if (run->file_number >= 0)
 	{
 		/* a shared file stays until deleted */
@@ -857,7 +877,6 @@ drop_run(RowStore *store, SortedRun *run)
 			BufFileDeleteFileSet(store->spec.share_files, name, false);
 		}
 	}
-	store->disk_bytes -= run->bytes;
 	if (run->partition_starts != NULL)
 		pfree(run->partition_starts);
 	pfree(run);
@@ -867,15 +886,32 @@ drop_run(RowStore *store, SortedRun *run)
 
 /*
  * Beyond work_mem, the rows may go to a GPU's memory instead of temporary
- * files (gpusort.spill_to_gpu): each batch that fills work_mem is appended,
- * unsorted, to one rows job of the GPU service (service.h); at the end the
+ * files (gpusort.spill_to_gpu): the batch that first fills work_mem is
+ * appended, unsorted, to one rows job of the GPU service (service.h), and
+ * every later row goes straight into the job's slot; at the end the
  * service sorts them all and lays them out in order, and they are read
- * back as one sorted run, in pieces of up to MAX_GPU_READ_CHUNK. Rows that
- * do not fit the room the service gave go to files as before, and that run
- * is merged with theirs. Bounded sorts and parallel shares keep to files.
+ * back from the slot (READ_GPU below). Rows that do not fit the room the
+ * service gave go to files as before, and that run is merged with theirs
+ * (read through a chunk of up to MAX_GPU_READ_CHUNK). Bounded sorts and
+ * parallel shares keep to files.
  */
 
 static void cover_column(gs_key_column *into, const gs_key_column *column);
+
+/* The rows in memory as records: their bytes together, and the largest. */
+static void
+measure_records(const RowStore *store, Size *total, Size *largest)
+{
+	*total = 0;
+	*largest = 0;
+	for (size_t i = 0; i < store->ntuples; i++)
+	{
+		Size		size = record_size(store, store->tuples[i]->t_len);
+
+		*total += size;
+		*largest = Max(*largest, size);
+	}
+}
 
 static void
 close_gpu_rows(void *arg)
@@ -893,19 +929,22 @@ gpu_run_allowed(const RowStore *store)
 /* The rows job, asked for at the first spill: room for twice the rows the
  * planner expects, at least MIN_GPU_RUN_BYTES. Declined: files, as before. */
 static void
-open_gpu_run(RowStore *store)
+open_gpu_run(RowStore *store, Size total)
 {
-	Size		average = store->record_bytes / store->ntuples;
-	double		expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
-	uint64		capacity = (uint64) Min(expected, (double) PG_INT64_MAX / 2);
+	Size		average;
+	double		expected;
+	uint64		capacity;
 	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
-	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+	MemoryContext old_context;
 	MemoryContextCallback *callback;
 	ServiceRows *rows;
 	SortedRun  *run;
 	char		why[256];
 
-	capacity = Max(capacity, Max((uint64) MIN_GPU_RUN_BYTES, (uint64) store->record_bytes * 2));
+	average = total / store->ntuples;
+	expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
+	capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
+	old_context = MemoryContextSwitchTo(store->context);
 	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
 							 store->plan->descending, store->plan->nulls_first, memory_limit,
 							 why, sizeof(why));
@@ -980,19 +1019,14 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 {
 	SortedRun  *run = store->gpu_run;
 	Size		size = record_size(store, length);
-	char	   *record;
 
 	if (size > store->stream_half ||
 		!service_rows_room(run->gpu, store->stream_records + 1, store->stream_used + size))
 		return false;
 	if (store->stream_used + size > store->stream_half)
 		flush_stream(store);
-	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
-	record += pack_header(store, record, length, keys, nulls);
-	memcpy(record, tuple, length);
-	/* a heap tuple's bytes carry no minimal tuple's length: set it */
-	memcpy(record, &length, sizeof(length));
-	memcpy(record + length, &length, sizeof(length));
+	pack_record(store, store->stream_slot + store->stream_side * store->stream_half +
+				store->stream_used, keys, nulls, tuple, length);
 	store->stream_used += size;
 	store->stream_records++;
 	run->largest_record = Max(run->largest_record, size);
@@ -1007,25 +1041,13 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 static bool
 stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
 {
-	bool		done;
+	bool		should_free;
+	uint32		length;
+	char	   *bytes = slot_tuple_bytes(slot, &length, &should_free);
+	bool		done = stream_record(store, keys, nulls, bytes, length);
 
-	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
-	{
-		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
-
-		done = stream_record(store, keys, nulls,
-							 (char *) heap->t_data + MINIMAL_TUPLE_OFFSET,
-							 heap->t_len - MINIMAL_TUPLE_OFFSET);
-	}
-	else
-	{
-		bool		should_free;
-		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, &should_free);
-
-		done = stream_record(store, keys, nulls, (char *) tuple, tuple->t_len);
-		if (should_free)
-			pfree(tuple);
-	}
+	if (should_free)
+		pfree(bytes);
 	return done;
 }
 
@@ -1035,20 +1057,20 @@ static void
 stop_streaming(RowStore *store)
 {
 	flush_stream(store);
-	store->gpu_streaming = false;
 	store->gpu_run_open = false;
 }
 
-/* Appends the rows in memory, in the order they came, to the GPU run;
- * false (nothing sent) when they do not fit the room left. */
+/* Appends the rows in memory (`total` bytes as records, the largest
+ * `largest`), in the order they came, to the GPU run; false (nothing sent)
+ * when they do not fit the room left. */
 static bool
-append_to_gpu_run(RowStore *store)
+append_to_gpu_run(RowStore *store, Size total, Size largest)
 {
 	SortedRun  *run = store->gpu_run;
 
-	if (store->largest_record > store->stream_half ||
+	if (largest > store->stream_half ||
 		!service_rows_room(run->gpu, store->stream_records + store->ntuples,
-						   store->stream_used + store->record_bytes))
+						   store->stream_used + total))
 		return false;
 	for (size_t i = 0; i < store->ntuples; i++)
 	{
@@ -1310,28 +1332,28 @@ spill_rows(RowStore *store, bool more_rows)
 
 	if (!store->gpu_run_tried && gpu_run_allowed(store))
 	{
+		Size		total,
+					largest;
+
 		store->gpu_run_tried = true;
-		open_gpu_run(store);
-	}
-	if (store->gpu_run_open)
-	{
-		if (append_to_gpu_run(store))
+		measure_records(store, &total, &largest);
+		open_gpu_run(store, total);
+		if (store->gpu_run != NULL && append_to_gpu_run(store, total, largest))
 		{
 			/* from here on, rows go to the GPU run as they come */
-			store->gpu_streaming = true;
 			store->stats.external = true;
 			MemoryContextDelete(store->rows_context);
 			allocate_rows(store, more_rows ? store->capacity : 1);
 			return;
 		}
-		stop_streaming(store);	/* full: the rest go to files */
-		if (store->gpu_run->rows == 0)
+		if (store->gpu_run != NULL)
 		{
-			/* not even the first batch fit (a row wider than half the
-			 * slot): no GPU run at all */
+			/* not even the first batch fits (a row wider than half the
+			 * slot, or too little room): no GPU run at all */
 			Assert(store->runs[store->nruns - 1] == store->gpu_run);
 			store->nruns--;
 			store->stats.runs--;
+			store->gpu_run_open = false;
 			drop_run(store, store->gpu_run);
 		}
 	}
@@ -1710,14 +1732,19 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 	const RowStoreKey *from = partition >= 0 ? partition_from(store, partition) : NULL;
 	const RowStoreKey *to = partition >= 0 ? partition_to(store, partition) : NULL;
 	int			ninputs = count + (with_memory ? 1 : 0);
-	bool		with_gpu_run = false;
+	int			file_runs = count;
+	Size		gpu_memory = 0;
 	Size		chunk_size;
 
+	/* a run in a GPU's memory is read a round trip at a time: it reads
+	 * with half the memory (all of it alone), the files with the rest */
 	for (int r = first; r < first + count; r++)
-		with_gpu_run |= store->runs[r]->gpu != NULL;
-	/* a run in a GPU's memory reads with half of it (see below) */
-	chunk_size = count > (with_gpu_run ? 1 : 0) ?
-		(with_gpu_run ? memory / 2 : memory) / (count - (with_gpu_run ? 1 : 0)) : 0;
+		if (store->runs[r]->gpu != NULL)
+		{
+			file_runs--;
+			gpu_memory = count > 1 ? memory / 2 : memory;
+		}
+	chunk_size = file_runs > 0 ? (memory - gpu_memory) / file_runs : 0;
 
 	/* a chunk of records beside each run's file buffer */
 	chunk_size = chunk_size > BLCKSZ ? chunk_size - BLCKSZ : 0;
@@ -1754,13 +1781,8 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 
 		input->next = 0;
 		if (i < count && store->runs[first + i]->gpu != NULL)
-		{
-			/* each read of the GPU's rows is a round trip: large ones */
-			Size		gpu_chunk = count > 1 ? memory / 2 : memory;
-
 			start_run_input(store, input, store->runs[first + i],
-							Max(MAX_READ_CHUNK, Min(MAX_GPU_READ_CHUNK, gpu_chunk)), 0, to);
-		}
+							Max(MAX_READ_CHUNK, Min(MAX_GPU_READ_CHUNK, gpu_memory)), 0, to);
 		else if (i < count)
 			start_run_input(store, input, store->runs[first + i], chunk_size,
 							partition >= 0 ? store->runs[first + i]->partition_starts[partition] : 0,
@@ -1898,7 +1920,7 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	if (store->have_threshold &&
 		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
 		return;
-	if (store->gpu_streaming)
+	if (store->gpu_run_open)
 	{
 		if (stream_row(store, keys, nulls, slot))
 			return;
@@ -1921,12 +1943,6 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 		gs_key_column_observe(&store->columns[k], nulls[k], keys[k]);
 	}
 	store->tuples[i] = copy_row(store, slot);
-	{
-		Size		size = record_size(store, store->tuples[i]->t_len);
-
-		store->record_bytes += size;
-		store->largest_record = Max(store->largest_record, size);
-	}
 
 	if (bounded && store->ntuples >= Max((size_t) store->spec.bound * 2, MIN_PRUNE_ROWS))
 		prune_rows(store);
@@ -1997,7 +2013,11 @@ prepare_final_merge(RowStore *store)
 	 * room, and are sorted there */
 	if (store->gpu_run != NULL)
 	{
-		if (store->ntuples > 0 && store->gpu_run_open && append_to_gpu_run(store))
+		Size		total,
+					largest;
+
+		measure_records(store, &total, &largest);
+		if (store->ntuples > 0 && store->gpu_run_open && append_to_gpu_run(store, total, largest))
 		{
 			MemoryContextDelete(store->rows_context);
 			allocate_rows(store, 1);
