@@ -886,7 +886,16 @@ struct ServiceRows
 	bool		counted;		/* in the GPU's in_flight */
 	char	   *mapping;		/* the staging mapping its slot lies in, or
 								 * NULL */
+	/* a shared job: the opener's token; an attached connection's room is
+	 * granted from `room` a part at a time (capacity_bytes and max_records
+	 * are then what it was granted so far) */
+	uint64		token;
+	uint64		generation;
+	ServiceRowsShared *room;
 };
+
+/* An attached connection takes room for this much at a time. */
+#define ROOM_GRANT_BYTES ((uint64) 16 << 20)
 
 /* Ends the job: the service frees its memory when the connection closes. */
 void
@@ -913,6 +922,64 @@ service_rows_close(ServiceRows *rows)
 	rows->mapping = NULL;
 }
 
+/* A connection for a rows job, its staging area mapped; NULL (and *why). */
+static ServiceRows *
+connect_rows(int gpu, char *why, size_t why_size)
+{
+	ServiceRows *rows;
+	gs_message	welcome;
+	int			memfd;
+
+	rows = palloc0(sizeof(ServiceRows));
+	rows->gpu = gpu;
+	rows->fd = open_session(gpu, &welcome, &memfd, why, why_size);
+	if (rows->fd < 0)
+	{
+		pfree(rows);
+		return NULL;
+	}
+	rows->generation = welcome.generation;
+	if (!map_staging(gpu, &welcome, memfd))
+	{
+		snprintf(why, why_size, "%s", last_error);
+		service_rows_close(rows);
+		return NULL;
+	}
+	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
+	rows->counted = true;
+	return rows;
+}
+
+/* Sends the SUBMIT in *message and takes the slot of its ADMITTED (left in
+ * *message); false (the connection closed, and *why) otherwise. */
+static bool
+submit_rows(ServiceRows *rows, gs_message *message, char *why, size_t why_size)
+{
+	int			gpu = rows->gpu;
+
+	if (!send_message(rows->fd, message, GS_MSG_SUBMIT) ||
+		receive_message(rows->fd, message, cancel_requested, NULL, -1, NULL) != WAIT_OK)
+	{
+		snprintf(why, why_size, "the GPU service did not answer");
+		service_rows_close(rows);
+		return false;
+	}
+	if (message->type != GS_MSG_ADMITTED ||
+		message->slot_offset + message->slot_bytes > mappings[gpu].bytes)
+	{
+		snprintf(why, why_size, "%s",
+				 message->type == GS_MSG_REFUSED ? message->message :
+				 "the GPU service answered out of turn");
+		service_rows_close(rows);
+		return false;
+	}
+	rows->slot = mappings[gpu].base + message->slot_offset;
+	rows->slot_bytes = message->slot_bytes;
+	rows->mapping = mappings[gpu].base;
+	mappings[gpu].rows_jobs++;
+	return true;
+}
+
 /*
  * Asks for room for about `capacity_bytes` of records (less where a
  * quarter of the GPU's budget, or the per-sort cap with the service's
@@ -921,15 +988,13 @@ service_rows_close(ServiceRows *rows)
 ServiceRows *
 service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 				  const bool *descending, const bool *nulls_first, uint64 memory_limit,
-				  char *why, size_t why_size)
+				  bool shared, char *why, size_t why_size)
 {
 	ServiceRows *rows;
 	gs_message	message;
-	int			memfd;
 	int			gpu = choose_gpu(true);
 	uint64		budget;
 	uint64		max_records;
-	wait_result result;
 
 	if (gpu < 0)
 	{
@@ -960,22 +1025,13 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 		snprintf(why, why_size, "the GPU memory a sort may use is too small");
 		return NULL;
 	}
-	rows = palloc0(sizeof(ServiceRows));
-	rows->gpu = gpu;
-	rows->fd = open_session(gpu, &message, &memfd, why, why_size);
-	if (rows->fd < 0)
+	rows = connect_rows(gpu, why, why_size);
+	if (rows == NULL)
 		return NULL;
-	if (!map_staging(gpu, &message, memfd))
-	{
-		snprintf(why, why_size, "%s", last_error);
-		service_rows_close(rows);
-		return NULL;
-	}
-	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
-	rows->counted = true;
 
 	memset(&message, 0, sizeof(message));
 	message.kind = GS_JOB_ROWS;
+	message.shared = shared;
 	message.n = max_records;
 	message.capacity_bytes = capacity_bytes;
 	message.nkeys = (uint32) nkeys;
@@ -987,29 +1043,124 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	message.memory_limit = memory_limit;
 	/* rows in the GPU's memory are a speed-up, never worth a wait */
 	message.wait_ms = 0;
-	if (!send_message(rows->fd, &message, GS_MSG_SUBMIT) ||
-		(result = receive_message(rows->fd, &message, cancel_requested, NULL, -1, NULL)) != WAIT_OK)
+	if (!submit_rows(rows, &message, why, why_size))
+		return NULL;
+	if (shared && message.token == 0)
 	{
-		snprintf(why, why_size, "the GPU service did not answer");
+		snprintf(why, why_size, "the GPU service gave no token for a shared job");
 		service_rows_close(rows);
 		return NULL;
 	}
-	if (message.type != GS_MSG_ADMITTED ||
-		message.slot_offset + message.slot_bytes > mappings[gpu].bytes)
-	{
-		snprintf(why, why_size, "%s",
-				 message.type == GS_MSG_REFUSED ? message.message :
-				 "the GPU service answered out of turn");
-		service_rows_close(rows);
-		return NULL;
-	}
-	rows->slot = mappings[gpu].base + message.slot_offset;
-	rows->slot_bytes = message.slot_bytes;
-	rows->mapping = mappings[gpu].base;
-	mappings[gpu].rows_jobs++;
+	rows->token = message.token;
 	rows->capacity_bytes = capacity_bytes;
 	rows->max_records = max_records;
 	return rows;
+}
+
+/* What attached connections need to find a shared job (in the parallel
+ * query's shared memory), with all of its room still free. */
+void
+service_rows_share(const ServiceRows *rows, ServiceRowsShared *into)
+{
+	memset(into, 0, sizeof(*into));
+	into->gpu = rows->gpu;
+	into->token = rows->token;
+	into->generation = rows->generation;
+	into->capacity_bytes = rows->capacity_bytes;
+	into->max_records = rows->max_records;
+	pg_atomic_init_u64(&into->bytes_taken, 0);
+	pg_atomic_init_u64(&into->records_taken, 0);
+}
+
+/*
+ * Attaches to the shared job `shared` describes, with a slot of its own,
+ * to append batches to it (service_rows_room, service_rows_append,
+ * service_rows_wait; no sort, no reads). NULL (and *why) when the job or
+ * its service's process is gone, or the staging area has no room now.
+ */
+ServiceRows *
+service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size)
+{
+	ServiceRows *rows = connect_rows(shared->gpu, why, why_size);
+	gs_message	message;
+
+	if (rows == NULL)
+		return NULL;
+	if (rows->generation != shared->generation)
+	{
+		snprintf(why, why_size, "the GPU service's process restarted");
+		service_rows_close(rows);
+		return NULL;
+	}
+	memset(&message, 0, sizeof(message));
+	message.kind = GS_JOB_ROWS_ATTACH;
+	message.token = shared->token;
+	if (!submit_rows(rows, &message, why, why_size))
+		return NULL;
+	rows->token = shared->token;
+	rows->room = shared;
+	return rows;
+}
+
+/* Takes `amount` of a shared room counter up to `limit`; false (nothing
+ * taken) when it does not fit. */
+static bool
+take_room(pg_atomic_uint64 *taken, uint64 limit, uint64 amount)
+{
+	uint64		current = pg_atomic_read_u64(taken);
+
+	for (;;)
+	{
+		if (amount > limit || current > limit - amount)
+			return false;
+		if (pg_atomic_compare_exchange_u64(taken, &current, current + amount))
+			return true;
+	}
+}
+
+/* An attached connection's grant grows to hold `records` more records of
+ * `bytes` beyond what it sent: a part of the shared room, or what it needs. */
+static bool
+grow_grant(ServiceRows *rows, uint64 records, uint64 bytes)
+{
+	ServiceRowsShared *room = rows->room;
+	uint64		need_records = rows->records + records > rows->max_records ?
+		rows->records + records - rows->max_records : 0;
+	uint64		need_bytes = rows->bytes + bytes > rows->capacity_bytes ?
+		rows->bytes + bytes - rows->capacity_bytes : 0;
+	uint64		grant_bytes = Max(need_bytes, ROOM_GRANT_BYTES);
+	/* records in proportion, as the room's limits are */
+	uint64		grant_records = Max(need_records,
+									(uint64) ((double) grant_bytes / room->capacity_bytes *
+											  room->max_records) + 1);
+
+	if (!take_room(&room->records_taken, room->max_records, grant_records))
+	{
+		grant_records = need_records;
+		if (!take_room(&room->records_taken, room->max_records, grant_records))
+			return false;
+	}
+	if (!take_room(&room->bytes_taken, room->capacity_bytes, grant_bytes))
+	{
+		grant_bytes = need_bytes;
+		if (!take_room(&room->bytes_taken, room->capacity_bytes, grant_bytes))
+		{
+			pg_atomic_fetch_sub_u64(&room->records_taken, grant_records);
+			return false;
+		}
+	}
+	rows->max_records += grant_records;
+	rows->capacity_bytes += grant_bytes;
+	return true;
+}
+
+/* The opener of a shared job learns what the attached connections sent
+ * (their totals), so that its sort checks the service holds all of it. */
+void
+service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes)
+{
+	rows->records = records;
+	rows->bytes = bytes;
 }
 
 /* The slot: where the caller lays out a batch for service_rows_append(). */
@@ -1020,12 +1171,15 @@ service_rows_slot(ServiceRows *rows, uint64 *bytes)
 	return rows->slot;
 }
 
-/* Room for `records` more records of `bytes`? */
+/* Room for `records` more records of `bytes`? (An attached connection
+ * takes more of the shared room when it needs it.) */
 bool
-service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes)
+service_rows_room(ServiceRows *rows, uint64 records, uint64 bytes)
 {
-	return records <= rows->max_records - rows->records &&
-		bytes <= rows->capacity_bytes - rows->bytes;
+	if (records <= rows->max_records - rows->records &&
+		bytes <= rows->capacity_bytes - rows->bytes)
+		return true;
+	return rows->room != NULL && grow_grant(rows, records, bytes);
 }
 
 /* The connection to the service ended while it held the rows. */

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -642,7 +643,8 @@ move_pieces(int fd, char *buffer, uint64_t area_bytes, char *slot, uint64_t slot
 }
 
 /* ------------------------------------------------------------------------
- * Rows jobs: a spilled sort's rows, held until the client closes
+ * Rows jobs: a spilled sort's rows, held until the client that opened the
+ * job closes; a shared job also takes batches from attached connections
  * ------------------------------------------------------------------------ */
 
 /* A rows job's slot: records move through it a batch at a time. */
@@ -650,7 +652,11 @@ move_pieces(int fd, char *buffer, uint64_t area_bytes, char *slot, uint64_t slot
 
 typedef struct RowsJob
 {
-	const gs_message *submit;
+	gs_message	submit;
+	/* appends, the sort and reads take the lock: attached connections'
+	 * threads append to a shared job concurrently */
+	pthread_mutex_t lock;
+	bool		closed;			/* the opener left: the memory is gone */
 	gpu_rows   *device;			/* the records on the GPU, or (emulated) */
 	char	   *host;			/* ... in this process's memory */
 	uint64_t	used;			/* bytes held */
@@ -662,23 +668,97 @@ typedef struct RowsJob
 	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];
 	bool		sorted;
+	/* a shared job: in the registry under its token (under registry_lock,
+	 * with the count of connections that use it) */
+	uint64_t	token;
+	int			references;
+	struct RowsJob *next;
 } RowsJob;
 
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static RowsJob *shared_jobs = NULL;
+
+/* Frees what the job holds (not the job): under its lock, or alone. */
 static void
-rows_job_free(RowsJob *rows)
+rows_job_free_memory(RowsJob *rows)
 {
 	gpu_rows_destroy(rows->device);
+	rows->device = NULL;
 	free(rows->host);
+	rows->host = NULL;
 	free(rows->offsets);
+	rows->offsets = NULL;
 	free(rows->lengths);
+	rows->lengths = NULL;
 	for (int k = 0; k < GS_MAX_KEY_COLUMNS; k++)
 	{
 		free(rows->column_keys[k]);
+		rows->column_keys[k] = NULL;
 		free(rows->column_nulls[k]);
+		rows->column_nulls[k] = NULL;
 	}
+	rows->allocated = 0;
 }
 
-/* realloc that keeps the old block when it fails (rows_job_free frees it) */
+/* A connection lets go of the job; the last one frees it. */
+static void
+rows_job_release(RowsJob *rows)
+{
+	bool		last;
+
+	pthread_mutex_lock(&registry_lock);
+	last = --rows->references == 0;
+	if (last && rows->token != 0)
+	{
+		for (RowsJob **link = &shared_jobs; *link != NULL; link = &(*link)->next)
+			if (*link == rows)
+			{
+				*link = rows->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (!last)
+		return;
+	rows_job_free_memory(rows);
+	pthread_mutex_destroy(&rows->lock);
+	free(rows);
+}
+
+/* A shared job by its token, with a reference for the caller; NULL when
+ * none is open under it. */
+static RowsJob *
+rows_job_find(uint64_t token)
+{
+	RowsJob    *found = NULL;
+
+	pthread_mutex_lock(&registry_lock);
+	for (RowsJob *rows = shared_jobs; rows != NULL; rows = rows->next)
+		if (rows->token == token && !rows->closed)
+		{
+			rows->references++;
+			found = rows;
+			break;
+		}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
+/* A token nobody can guess from another job's (getrandom, else the clock). */
+static uint64_t
+new_token(void)
+{
+	static uint64_t counter = 0;
+	uint64_t	token = 0;
+
+	if (getrandom(&token, sizeof(token), 0) != sizeof(token))
+		token = ((uint64_t) time(NULL) << 32) ^ (uint64_t) now_ms() ^
+			__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+	return token != 0 ? token : 1;
+}
+
+/* realloc that keeps the old block when it fails (rows_job_free_memory
+ * frees it) */
 static bool
 grow_array(void **array, size_t bytes)
 {
@@ -699,11 +779,11 @@ rows_job_grow(RowsJob *rows, uint64_t records)
 		return true;
 	while (size < records)
 		size = size < 65536 ? 65536 : size * 2;
-	size = size < rows->submit->n ? size : rows->submit->n;
+	size = size < rows->submit.n ? size : rows->submit.n;
 	if (!grow_array((void **) &rows->offsets, size * sizeof(uint64_t)) ||
 		!grow_array((void **) &rows->lengths, size * sizeof(uint32_t)))
 		return false;
-	for (uint32_t k = 0; k < rows->submit->nkeys; k++)
+	for (uint32_t k = 0; k < rows->submit.nkeys; k++)
 		if (!grow_array((void **) &rows->column_keys[k], size * sizeof(uint64_t)) ||
 			!grow_array((void **) &rows->column_nulls[k], size))
 			return false;
@@ -715,17 +795,23 @@ rows_job_grow(RowsJob *rows, uint64_t records)
  * A batch of `records` records in the slot's first `length` bytes: each is
  * checked (its two lengths agree, it ends within the batch), its keys
  * noted, and the batch appended. The status, and a message when not OK.
+ * Under the job's lock.
  */
 static gpu_status
 rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t records,
 				char *message, size_t message_size)
 {
-	const uint32_t nkeys = rows->submit->nkeys;
+	const uint32_t nkeys = rows->submit.nkeys;
 	const uint64_t header = sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1);
 	uint64_t	position = 0;
 	uint64_t	first = rows->n;
 
-	if (records > rows->submit->n - rows->n || length > rows->submit->capacity_bytes - rows->used ||
+	if (rows->closed || rows->sorted)
+	{
+		snprintf(message, message_size, "the sort's rows job has ended");
+		return GPU_INVALID;
+	}
+	if (records > rows->submit.n - rows->n || length > rows->submit.capacity_bytes - rows->used ||
 		records > length / gs_row_record_bytes(nkeys, 0))
 	{
 		snprintf(message, message_size, "more rows than the job was admitted for");
@@ -806,7 +892,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		snprintf(done->message, sizeof(done->message), "the service is out of host memory");
 		return GPU_OUT_OF_MEMORY;
 	}
-	if (gs_key_layout_build(&layout, rows->columns, (int) rows->submit->nkeys) != GS_OK)
+	if (gs_key_layout_build(&layout, rows->columns, (int) rows->submit.nkeys) != GS_OK)
 	{
 		snprintf(done->message, sizeof(done->message), "cannot lay out the sort keys");
 		free(order);
@@ -817,7 +903,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	/* the rows are here either way: if the GPU cannot sort their keys (its
 	 * memory), this process's CPU does */
 	settings.device = service.emulated ? GS_DEVICE_CPU : GS_DEVICE_AUTO;
-	settings.gpu_memory_limit = rows->submit->memory_limit;
+	settings.gpu_memory_limit = rows->submit.memory_limit;
 	settings.poll = client_cancelled;
 	settings.poll_arg = client_fd;
 	memset(&report, 0, sizeof(report));
@@ -886,65 +972,133 @@ rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length)
 	return gpu_rows_read(rows->device, offset, slot, length);
 }
 
+/* A failure ends the connection with a DONE that says so; a GPU failure
+ * then ends the process, as a failed sort does. */
+static void
+rows_job_failed(int fd, gpu_status status, gs_message *reply)
+{
+	reply->type = GS_MSG_DONE;
+	reply->status = status;
+	if (reply->message[0] == '\0')
+		snprintf(reply->message, sizeof(reply->message), "%s",
+				 service.emulated ? "the emulated GPU failed" : gpu_last_error());
+	send_message(fd, reply, -1);
+	if (status == GPU_FAILED && !service.emulated)
+	{
+		log_line("a GPU failure: %s; restarting the GPU's process", reply->message);
+		exit(GPUD_EXIT_DEVICE_FAULT);
+	}
+}
+
+/* A PUT of `records` records at `slot_position`: appended under the job's
+ * lock, answered with the connection's totals. */
+static gpu_status
+rows_put(RowsJob *rows, const gs_message *message, char *slot, uint64_t slot_bytes,
+		 uint64_t *records, uint64_t *bytes, gs_message *reply)
+{
+	gpu_status	status;
+
+	if (message->slot_position > slot_bytes || message->length > slot_bytes - message->slot_position)
+	{
+		snprintf(reply->message, sizeof(reply->message), "a batch beyond the slot");
+		return GPU_INVALID;
+	}
+	pthread_mutex_lock(&rows->lock);
+	status = rows_job_append(rows, slot + message->slot_position, message->length,
+							 message->records, reply->message, sizeof(reply->message));
+	pthread_mutex_unlock(&rows->lock);
+	if (status != GPU_OK)
+		return status;
+	*records += message->records;
+	*bytes += message->length;
+	reply->type = GS_MSG_ACK;
+	reply->records = *records;
+	reply->offset = *bytes;
+	return GPU_OK;
+}
+
 /*
- * An admitted rows job, to its end: PUTs until RUN, then GETs until the
- * client closes. A failure is answered with a DONE that says so; a GPU
- * failure then ends the process, as a failed sort does.
+ * An admitted rows job, to its end: its memory, ADMITTED (or REFUSED when
+ * the memory cannot be had), PUTs until RUN, then GETs until the client
+ * closes.
  */
 static void
-serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, double queue_ms)
+serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_bytes,
+		   uint64_t gpu_bytes, double queue_ms)
 {
-	RowsJob		rows;
+	RowsJob    *rows = calloc(1, sizeof(RowsJob));
+	char	   *slot = service.staging + slot_offset;
 	gs_message	message;
 	gs_message	reply;
 	gpu_status	status = GPU_OK;
+	uint64_t	records = 0,
+				bytes = 0;
 
-	memset(&rows, 0, sizeof(rows));
-	rows.submit = job;
-	for (uint32_t k = 0; k < job->nkeys; k++)
-		gs_key_column_init(&rows.columns[k], (job->descending_mask >> k) & 1,
-						   (job->nulls_first_mask >> k) & 1);
-	memset(&reply, 0, sizeof(reply));
-	if (service.emulated)
+	if (rows == NULL)
 	{
-		if ((rows.host = malloc(job->capacity_bytes)) == NULL)
-		{
-			status = GPU_OUT_OF_MEMORY;
-			snprintf(reply.message, sizeof(reply.message),
-					 "the service could not allocate %llu MB of host memory for the rows",
-					 (unsigned long long) (job->capacity_bytes >> 20));
-		}
+		refuse(fd, GS_REFUSED_OUT_OF_MEMORY, queue_ms, "the service is out of host memory");
+		return;
 	}
-	else if ((status = gpu_rows_create(job->capacity_bytes, &rows.device)) != GPU_OK)
-		snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
+	rows->submit = *job;
+	rows->references = 1;
+	pthread_mutex_init(&rows->lock, NULL);
+	for (uint32_t k = 0; k < job->nkeys; k++)
+		gs_key_column_init(&rows->columns[k], (job->descending_mask >> k) & 1,
+						   (job->nulls_first_mask >> k) & 1);
+	if (service.emulated ? (rows->host = malloc(job->capacity_bytes)) == NULL :
+		gpu_rows_create(job->capacity_bytes, &rows->device) != GPU_OK)
+	{
+		refuse(fd, GS_REFUSED_OUT_OF_MEMORY, queue_ms,
+			   "the service could not allocate %llu MB of %s memory for the rows: %s",
+			   (unsigned long long) (job->capacity_bytes >> 20),
+			   service.emulated ? "host" : "GPU", service.emulated ? "" : gpu_last_error());
+		rows_job_release(rows);
+		return;
+	}
+	if (job->shared)
+	{
+		rows->token = new_token();
+		pthread_mutex_lock(&registry_lock);
+		rows->next = shared_jobs;
+		shared_jobs = rows;
+		pthread_mutex_unlock(&registry_lock);
+	}
+
+	memset(&reply, 0, sizeof(reply));
+	reply = *job;
+	reply.type = GS_MSG_ADMITTED;
+	reply.slot_offset = slot_offset;
+	reply.slot_bytes = slot_bytes;
+	reply.estimate_bytes = gpu_bytes;
+	reply.queue_ms = queue_ms;
+	reply.token = rows->token;
+	if (!send_message(fd, &reply, -1))
+		status = GPU_INTERRUPTED;
 
 	while (status == GPU_OK && receive_message(fd, &message))
 	{
 		memset(&reply, 0, sizeof(reply));
-		if (message.type == GS_MSG_PUT && !rows.sorted && message.slot_position <= slot_bytes &&
-			message.length <= slot_bytes - message.slot_position)
-		{
-			status = rows_job_append(&rows, slot + message.slot_position, message.length,
-									 message.records, reply.message, sizeof(reply.message));
-			reply.type = GS_MSG_ACK;
-			reply.records = rows.n;
-			reply.offset = rows.used;
-		}
-		else if (message.type == GS_MSG_RUN && !rows.sorted)
+		if (message.type == GS_MSG_PUT)
+			status = rows_put(rows, &message, slot, slot_bytes, &records, &bytes, &reply);
+		else if (message.type == GS_MSG_RUN && !rows->sorted)
 		{
 			reply.type = GS_MSG_DONE;
-			status = rows_job_sort(&rows, &fd, &reply);
+			pthread_mutex_lock(&rows->lock);
+			status = rows_job_sort(rows, &fd, &reply);
+			pthread_mutex_unlock(&rows->lock);
 			reply.queue_ms = queue_ms;
 			if (status == GPU_INTERRUPTED)
 				break;
 		}
-		else if (message.type == GS_MSG_GET && rows.sorted &&
+		else if (message.type == GS_MSG_GET && rows->sorted &&
 				 message.slot_position <= slot_bytes &&
 				 message.length <= slot_bytes - message.slot_position &&
-				 message.offset <= rows.used && message.length <= rows.used - message.offset)
+				 message.offset <= rows->used && message.length <= rows->used - message.offset)
 		{
-			status = rows_job_read(&rows, slot + message.slot_position, message.offset,
+			pthread_mutex_lock(&rows->lock);
+			status = rows_job_read(rows, slot + message.slot_position, message.offset,
 								   message.length);
+			pthread_mutex_unlock(&rows->lock);
 			if (status != GPU_OK)
 				snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
 			reply.type = GS_MSG_ACK;
@@ -958,21 +1112,79 @@ serve_rows(int fd, const gs_message *job, char *slot, uint64_t slot_bytes, doubl
 		if (!send_message(fd, &reply, -1))
 			break;
 	}
+	/* the memory goes now, whoever is still attached (their next PUT fails) */
+	pthread_mutex_lock(&rows->lock);
+	rows->closed = true;
+	rows_job_free_memory(rows);
+	pthread_mutex_unlock(&rows->lock);
+	rows_job_release(rows);
 	if (status != GPU_OK && status != GPU_INTERRUPTED)
+		rows_job_failed(fd, status, &reply);
+}
+
+/*
+ * A connection attached to a shared rows job: its PUTs until it closes.
+ * It holds a slot but no GPU memory (the opener's job counts that).
+ */
+static void
+serve_attached(int fd, RowsJob *rows, uint64_t slot_offset, uint64_t slot_bytes, double queue_ms)
+{
+	char	   *slot = service.staging + slot_offset;
+	gs_message	message;
+	gs_message	reply;
+	gpu_status	status = GPU_OK;
+	uint64_t	records = 0,
+				bytes = 0;
+
+	memset(&reply, 0, sizeof(reply));
+	reply.type = GS_MSG_ADMITTED;
+	reply.kind = GS_JOB_ROWS_ATTACH;
+	reply.slot_offset = slot_offset;
+	reply.slot_bytes = slot_bytes;
+	reply.queue_ms = queue_ms;
+	reply.token = rows->token;
+	if (!send_message(fd, &reply, -1))
+		return;
+	while (status == GPU_OK && receive_message(fd, &message) && message.type == GS_MSG_PUT)
 	{
-		reply.type = GS_MSG_DONE;
-		reply.status = status;
-		if (reply.message[0] == '\0')
-			snprintf(reply.message, sizeof(reply.message), "%s",
-					 service.emulated ? "the emulated GPU failed" : gpu_last_error());
-		send_message(fd, &reply, -1);
+		memset(&reply, 0, sizeof(reply));
+		status = rows_put(rows, &message, slot, slot_bytes, &records, &bytes, &reply);
+		if (status == GPU_OK && !send_message(fd, &reply, -1))
+			break;
 	}
-	rows_job_free(&rows);
-	if (status == GPU_FAILED && !service.emulated)
+	if (status != GPU_OK)
+		rows_job_failed(fd, status, &reply);
+}
+
+/* SUBMIT of an attach: the shared job by its token, a slot (never waited
+ * for: files are the fallback), then its PUTs. */
+static void
+serve_attach(int fd, const gs_message *job)
+{
+	RowsJob    *rows = rows_job_find(job->token);
+	uint64_t	slot_bytes = (service.staging_bytes / 4 < ROWS_SLOT_BYTES ?
+							  service.staging_bytes / 4 : ROWS_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
+	uint64_t	slot_offset = 0;
+	double		queue_ms = 0;
+
+	if (rows == NULL)
 	{
-		log_line("a GPU failure: %s; restarting the GPU's process", reply.message);
-		exit(GPUD_EXIT_DEVICE_FAULT);
+		refuse(fd, GS_REFUSED_BAD_REQUEST, 0, "the shared rows job has ended");
+		return;
 	}
+	switch (admit(fd, slot_bytes, 0, 0, &slot_offset, &queue_ms))
+	{
+		case ADMIT_GRANTED:
+			serve_attached(fd, rows, slot_offset, slot_bytes, queue_ms);
+			release(slot_offset, 0);
+			break;
+		case ADMIT_TIMEOUT:
+			refuse(fd, GS_REFUSED_QUEUE_TIMEOUT, queue_ms, "no room in the staging area");
+			break;
+		default:
+			break;
+	}
+	rows_job_release(rows);
 }
 
 static void *
@@ -1011,6 +1223,11 @@ serve_connection(void *arg)
 	if (!service.device.usable)
 	{
 		refuse(fd, GS_REFUSED_NO_GPU, 0, "%s", service.device.reason);
+		goto out;
+	}
+	if (job.kind == GS_JOB_ROWS_ATTACH)
+	{
+		serve_attach(fd, &job);
 		goto out;
 	}
 	if (!valid_job(&job))
@@ -1054,6 +1271,11 @@ serve_connection(void *arg)
 			goto out;
 	}
 
+	if (job.kind == GS_JOB_ROWS)
+	{
+		serve_rows(fd, &job, slot_offset, slot_bytes, gpu_bytes, queue_ms);
+		goto done_with_slot;
+	}
 	if (chunked && (buffer = malloc(area_bytes)) == NULL)
 	{
 		refuse(fd, GS_REFUSED_OUT_OF_MEMORY, queue_ms,
@@ -1074,12 +1296,6 @@ serve_connection(void *arg)
 		if (!send_message(fd, &admitted, -1))
 			goto done_with_slot;
 	}
-	if (job.kind == GS_JOB_ROWS)
-	{
-		serve_rows(fd, &job, service.staging + slot_offset, slot_bytes, queue_ms);
-		goto done_with_slot;
-	}
-
 	if (chunked)
 	{
 		if (!move_pieces(fd, buffer, area_bytes, service.staging + slot_offset, slot_bytes,

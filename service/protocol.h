@@ -42,6 +42,15 @@
  * writes its runs: uint32 tuple length, the encoded keys (uint64 each),
  * the NULL flags (a byte each), the tuple, uint32 tuple length again.
  *
+ * A shared rows job gathers the rows of a parallel sort: the client that
+ * opens it (SUBMIT with `shared`) gets a `token` in its ADMITTED, and other
+ * connections attach to the job with it (SUBMIT of GS_JOB_ROWS_ATTACH with
+ * the token -> ADMITTED, a slot of their own but no GPU memory). They PUT
+ * batches as above, concurrently (the service takes one batch at a time),
+ * and close; an ACK then counts what that connection sent. Only the
+ * opener sorts and reads. When the opener closes, the job's memory goes,
+ * and an attached connection's next PUT fails.
+ *
  * A job's data (its "area") is its keys, then (8-byte aligned) its row
  * index: gs_job_area_bytes(). It sits in the slot when it fits the staging
  * area ("direct"); otherwise it streams through the slot in pieces into a
@@ -65,7 +74,7 @@
 #define GPUD_EXIT_DEVICE_FAULT 3
 
 /* Bumped whenever a message changes; both sides refuse another version. */
-#define GS_SERVICE_PROTOCOL 2
+#define GS_SERVICE_PROTOCOL 3
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -91,7 +100,8 @@ typedef enum gs_job_kind
 	GS_JOB_SORT = 1,			/* gpu_sort */
 	GS_JOB_APPROX,				/* gpu_approx_sort */
 	GS_JOB_MINMAX,				/* gpu_minmax */
-	GS_JOB_ROWS					/* a spilled sort's rows (gpu_rows_open) */
+	GS_JOB_ROWS,				/* a spilled sort's rows (gpu_rows_open) */
+	GS_JOB_ROWS_ATTACH			/* batches for a shared rows job (by token) */
 } gs_job_kind;
 
 /* Why the service did not take a job (REFUSED). */
@@ -138,6 +148,8 @@ typedef struct gs_message
 	uint32_t	nkeys;
 	uint32_t	descending_mask;
 	uint32_t	nulls_first_mask;
+	uint32_t	shared;			/* others may attach (ADMITTED gives a token) */
+	uint64_t	token;			/* ADMITTED of a shared job; SUBMIT of an attach */
 
 	/* ADMITTED */
 	uint64_t	slot_offset;	/* in the staging area */

@@ -120,9 +120,33 @@ extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
 typedef struct ServiceRows ServiceRows;
 extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 									  const bool *descending, const bool *nulls_first,
-									  uint64 memory_limit, char *why, size_t why_size);
+									  uint64 memory_limit, bool shared, char *why,
+									  size_t why_size);
 extern char *service_rows_slot(ServiceRows *rows, uint64 *bytes);
-extern bool service_rows_room(const ServiceRows *rows, uint64 records, uint64 bytes);
+extern bool service_rows_room(ServiceRows *rows, uint64 records, uint64 bytes);
+
+/*
+ * A shared rows job (a parallel sort's): the process that opened it puts
+ * this in the query's shared memory; every process that sorts a share
+ * attaches with its own connection and slot and appends its rows, taking
+ * room from the counters here a part at a time. The opener then sorts
+ * them all (after service_rows_expect() with the shares' totals) and reads
+ * them.
+ */
+typedef struct ServiceRowsShared
+{
+	int			gpu;
+	uint64		token;
+	uint64		generation;		/* of the gpusort-gpud that holds the job */
+	uint64		capacity_bytes;
+	uint64		max_records;
+	pg_atomic_uint64 bytes_taken;
+	pg_atomic_uint64 records_taken;
+} ServiceRowsShared;
+
+extern void service_rows_share(const ServiceRows *rows, ServiceRowsShared *into);
+extern ServiceRows *service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size);
+extern void service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes);
 extern bool service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records,
 								uint64 bytes);
 extern bool service_rows_wait(ServiceRows *rows);

@@ -947,7 +947,7 @@ open_gpu_run(RowStore *store, Size total)
 	old_context = MemoryContextSwitchTo(store->context);
 	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
 							 store->plan->descending, store->plan->nulls_first, memory_limit,
-							 why, sizeof(why));
+							 false, why, sizeof(why));
 	if (rows == NULL)
 	{
 		MemoryContextSwitchTo(old_context);
