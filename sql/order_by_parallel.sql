@@ -134,7 +134,9 @@ RESET enable_gathermerge;
 -- workers: test/check_fetch_size.py covers that)
 
 -- EXPLAIN ANALYZE runs both nodes and says how (numbers masked: how many
--- workers start is up to the server)
+-- workers start is up to the server). Sorted runs in temporary files even
+-- with the GPU service (test/service/run.sh checks its rows jobs).
+SET gpusort.spill_to_gpu = off;
 CREATE FUNCTION analyzed(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
   line text;

@@ -87,10 +87,22 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	bool		details = gpusort_explain_details;
 	const RowStoreStats *stats = row_store_stats(state->rows);
 
-	if (state->plan.role == GPUSORT_MERGE_SHARES)
+	if (state->plan.role == GPUSORT_MERGE_SHARES && stats->gpu_run_rows > 0 && stats->runs == 1)
+	{
+		/* every share's rows went to the GPU rows job: sorted there, read */
+		ExplainPropertyText("Sort Method", "the parallel processes' rows in GPU memory", es);
+		ExplainPropertyText("Rows in GPU Memory",
+							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
+									 (stats->gpu_run_bytes + 1023) / 1024), es);
+	}
+	else if (state->plan.role == GPUSORT_MERGE_SHARES)
 	{
 		ExplainPropertyText("Sort Method", "merge of the parallel processes' sorted runs", es);
 		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
+		if (stats->gpu_run_rows > 0)
+			ExplainPropertyText("Rows in GPU Memory",
+								psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
+										 (stats->gpu_run_bytes + 1023) / 1024), es);
 		if (stats->merge_passes > 0)
 			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
 		if (stats->partitions > 1)
@@ -101,6 +113,15 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 								   stats->partitions_by_workers, es);
 		}
 		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
+	}
+	else if (state->plan.role == GPUSORT_SORT_SHARE && stats->gpu_run_rows > 0 && !stats->external)
+	{
+		/* a share whose rows all went to the GPU rows job: the merge above
+		 * sorts them with the other shares' */
+		ExplainPropertyText("Sort Method", "rows to GPU memory, sorted above", es);
+		ExplainPropertyText("Rows in GPU Memory",
+							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
+									 (stats->gpu_run_bytes + 1023) / 1024), es);
 	}
 	else if (stats->external)
 	{
@@ -134,20 +155,29 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 
 	if (state->plan.role == GPUSORT_MERGE_SHARES)
 	{
-		/* it sorts nothing itself: the processes' time, then the merge's */
+		/* it sorts nothing itself (but the GPU rows job's rows): the
+		 * processes' time, then the merge's */
+		if (stats->gpu_sorts > 0)
+			ExplainPropertyText("Device", device_description(state), es);
 		ExplainPropertyInteger("Memory", "kB", (int64) ((stats->peak_memory + 1023) / 1024), es);
 		if (es->timing)
 		{
 			ExplainPropertyFloat("Shares Time", "ms", state->gather_ms, 3, es);
+			if (stats->gpu_sorts > 0)
+				ExplainPropertyFloat("Sort Time", "ms", stats->sort_ms, 3, es);
 			if (stats->merge_passes > 0)
 				ExplainPropertyFloat("Merge Time", "ms", stats->merge_ms, 3, es);
 			ExplainPropertyFloat("Emit Time", "ms", state->emit_ms, 3, es);
 		}
 		return;
 	}
-	ExplainPropertyText("Device", device_description(state), es);
-	ExplainPropertyText("Algorithm Used", gs_algorithm_name(stats->report.algorithm), es);
-	ExplainPropertyInteger("Key Words", NULL, stats->layout_words, es);
+	if (!(state->plan.role == GPUSORT_SORT_SHARE && stats->gpu_run_rows > 0 && stats->sorts == 0))
+	{
+		/* (a share whose rows all went to the GPU rows job sorted none) */
+		ExplainPropertyText("Device", device_description(state), es);
+		ExplainPropertyText("Algorithm Used", gs_algorithm_name(stats->report.algorithm), es);
+		ExplainPropertyInteger("Key Words", NULL, stats->layout_words, es);
+	}
 	if (stats->pruned > 0)
 		ExplainPropertyInteger("Prunes", NULL, stats->pruned, es);
 	ExplainPropertyInteger("Memory", "kB", (int64) ((stats->peak_memory + 1023) / 1024), es);
@@ -232,7 +262,9 @@ gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else
 		ExplainPropertyText("Algorithm", gs_algorithm_name(state->plan.algorithm), es);
 	if (state->plan.role == GPUSORT_SORT_SHARE)
-		ExplainPropertyText("Parallel Sort", "each process's share, to sorted runs in temporary files", es);
+		ExplainPropertyText("Parallel Sort",
+							"each process's share, to GPU memory or sorted runs in temporary files",
+							es);
 	else if (state->plan.role == GPUSORT_MERGE_SHARES)
 		ExplainPropertyText("Parallel Sort", "merges the shares sorted below", es);
 	if (state->plan.bounded)

@@ -41,6 +41,11 @@ typedef struct GpuSortState
 	/* a partitioned merge (parallel_sort.c): set by the merge above before
 	 * the Gather starts; whether this process's share said it is written */
 	bool		ranges_allowed;
+	/* the leader's rows job for the shares (set allowed by the merge above,
+	 * opened as the Gather starts, the merge's once the shares are done) */
+	bool		gpu_rows_allowed;
+	double		gpu_rows_expected;	/* the merge's rows, as planned */
+	struct ServiceRows *gpu_rows;
 	bool		marker_sent;
 	int			markers_left;
 

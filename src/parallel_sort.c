@@ -21,6 +21,18 @@
  * temporary files, already encoded, instead of one tuple at a time through
  * a queue and a merge that decodes the keys again, as Gather Merge does.
  *
+ * With the GPU service (gpusort.spill_to_gpu, an unbounded sort), the rows
+ * skip the files: as the Gather starts its workers the leader opens one
+ * rows job in the service (service.h) with room for twice the rows the
+ * planner expects, and puts what finds it in the dynamic shared memory.
+ * Each process that runs a share attaches to the job with a connection
+ * and slot of its own and streams its rows into it as they come,
+ * unsorted (row_store.c); only rows beyond the job's room become sorted
+ * runs. The node above, once every share is written, has the service sort
+ * the job's rows once and reads them in order straight from its slot, or
+ * merges them with the files. No key ranges are merged then: the workers
+ * cannot read the leader's job.
+ *
  * Where the Gather runs the share in the leader alone, with no dynamic
  * shared memory (a query run a few rows at a time, or none could be made),
  * the runs are private temporary files that the node above takes over.
@@ -48,6 +60,7 @@
  */
 #include "gpusort.h"
 
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "commands/tablespace.h"
 #include "executor/execParallel.h"
@@ -60,6 +73,7 @@
 #include "utils/wait_event.h"
 
 #include "gpusort_executor.h"
+#include "service.h"
 
 /* Most runs one share hands over. */
 #define MAX_SHARE_RUNS 128
@@ -85,6 +99,7 @@ typedef struct ShareFile
 	bool		written;
 	int			nruns;
 	RowStoreRun runs[MAX_SHARE_RUNS];	/* file_number, rows, bytes, key ranges */
+	RowStoreRun gpu_part;		/* its rows in the shared rows job, if any */
 } ShareFile;
 
 /* In the Gather's dynamic shared memory, one per GpuSort below it. */
@@ -95,6 +110,10 @@ struct ParallelShares
 	dsm_handle	segment;
 	slock_t		mutex;
 	int			nshares;		/* the workers planned, and the leader */
+	/* the leader's rows job in the GPU service, which every share appends
+	 * its rows to first (see the header) */
+	bool		have_gpu_rows;
+	ServiceRowsShared gpu_rows;
 	/* a partitioned merge (under the mutex, but the splitters, which are
 	 * written before the decision is) */
 	bool		ranges_allowed; /* the merge above reads forward, every row */
@@ -125,6 +144,58 @@ gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 					mul_size(pcxt->nworkers + 1, sizeof(ShareFile)));
 }
 
+static void
+close_gpu_rows(void *arg)
+{
+	service_rows_close((ServiceRows *) arg);
+}
+
+/*
+ * The leader, as the Gather starts its workers (again): a shared rows job
+ * for the shares' rows, where the merge above allows one, with room for
+ * twice the rows the planner expects the merge to have. It is the merge's
+ * once the shares are written; it closes with the query at the latest.
+ * Declined, the shares write files.
+ */
+static void
+open_gpu_rows(GpuSortState *state, ParallelShares *shared)
+{
+	Plan	   *plan = state->css.ss.ps.plan;
+	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
+	uint64		record = gs_row_record_bytes(state->plan.nkeys,
+											 (uint32) MAXALIGN(SizeofMinimalTupleHeader +
+															   Max(plan->plan_width, 0)));
+	double		expected = state->gpu_rows_expected * record * 2;
+	uint64		capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2),
+							   (uint64) 64 * 1024 * 1024);
+	MemoryContextCallback *callback;
+	ServiceRows *rows;
+	char		why[256];
+
+	shared->have_gpu_rows = false;
+	if (state->gpu_rows != NULL)
+		service_rows_close(state->gpu_rows);	/* the last scan's */
+	state->gpu_rows = NULL;
+	if (!state->gpu_rows_allowed || !shared->have_fileset || gpusort_device == GS_DEVICE_CPU ||
+		gpu_service == NULL)
+		return;
+	rows = service_rows_open(capacity, Max(record / 2, gs_row_record_bytes(state->plan.nkeys,
+																		  GS_MIN_TUPLE_BYTES)),
+							 state->plan.nkeys, state->plan.descending, state->plan.nulls_first,
+							 memory_limit, true, why, sizeof(why));
+	if (rows == NULL)
+		return;
+	callback = palloc0(sizeof(MemoryContextCallback));
+	callback->func = close_gpu_rows;
+	callback->arg = rows;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
+	service_rows_share(rows, &shared->gpu_rows);
+	shared->have_gpu_rows = true;
+	/* the merge above reads the job: no workers merge key ranges */
+	shared->ranges_allowed = false;
+	state->gpu_rows = rows;
+}
+
 void
 gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
@@ -143,6 +214,7 @@ gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coord
 		shared->have_fileset = true;
 	}
 	state->shares = shared;
+	open_gpu_rows(state, shared);
 }
 
 /* A rescan of the Gather: the last scan's files go, the slots start over. */
@@ -182,6 +254,7 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 		}
 		memset(share, 0, sizeof(ShareFile));
 	}
+	open_gpu_rows((GpuSortState *) node, shared);
 }
 
 void
@@ -224,6 +297,8 @@ gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec)
 		spec->share_files = &shared->fileset.fs;
 		spec->share = share_number(shared);
 		spec->sample_runs = shared->ranges_allowed;
+		if (shared->have_gpu_rows)
+			spec->gpu_share = &shared->gpu_rows;
 	}
 }
 
@@ -240,7 +315,8 @@ gpusort_sort_share(GpuSortState *state)
 	int			max_runs = Min(MAX_SHARE_RUNS,
 							   row_store_merge_order(state->work_mem_bytes) / nshares);
 	RowStoreRun *runs;
-	int			nruns = row_store_finish_share(state->rows, max_runs, &runs);
+	RowStoreRun gpu_part;
+	int			nruns = row_store_finish_share(state->rows, max_runs, &runs, &gpu_part);
 
 	if (shared == NULL || !shared->have_fileset)
 	{
@@ -258,6 +334,7 @@ gpusort_sort_share(GpuSortState *state)
 		/* the runs first; `written`, under the lock, publishes them */
 		memcpy(share->runs, runs, nruns * sizeof(RowStoreRun));
 		share->nruns = nruns;
+		share->gpu_part = gpu_part;
 		SpinLockAcquire(&shared->mutex);
 		share->written = true;
 		SpinLockRelease(&shared->mutex);
@@ -270,15 +347,16 @@ gpusort_sort_share(GpuSortState *state)
  * runs in the same order in every process that opens them.
  */
 static RowStore *
-open_shares(GpuSortState *share_node, const RowStoreSpec *spec)
+open_shares(GpuSortState *share_node, const RowStoreSpec *spec, bool take_gpu_rows)
 {
 	ParallelShares *shared = share_node->shares;
 	RowStoreRun *runs;
+	bool		gpu_used = false;
 	int			nruns = 0;
 	int			capacity;
 	RowStore   *store;
 
-	capacity = (shared != NULL ? shared->nshares * MAX_SHARE_RUNS : 0) +
+	capacity = (shared != NULL ? shared->nshares * (MAX_SHARE_RUNS + 1) : 0) +
 		share_node->local_nruns + 1;
 	runs = palloc(capacity * sizeof(RowStoreRun));
 	if (shared != NULL && shared->have_fileset)
@@ -291,6 +369,16 @@ open_shares(GpuSortState *share_node, const RowStoreSpec *spec)
 			SpinLockAcquire(&shared->mutex);
 			written = share->written;
 			SpinLockRelease(&shared->mutex);
+			if (written && share->gpu_part.rows > 0 && take_gpu_rows)
+			{
+				if (share_node->gpu_rows == NULL)
+					elog(ERROR, "gpusort: a parallel share's rows are in a GPU rows job "
+						 "nobody holds");
+				runs[nruns] = share->gpu_part;
+				runs[nruns].gpu = share_node->gpu_rows;
+				nruns++;
+				gpu_used = true;
+			}
 			for (int r = 0; written && r < share->nruns; r++)
 			{
 				char		name[MAXPGPATH];
@@ -307,6 +395,14 @@ open_shares(GpuSortState *share_node, const RowStoreSpec *spec)
 	share_node->local_nruns = 0;	/* the merge's now */
 	store = row_store_begin_merge(spec, nruns, runs);
 	pfree(runs);
+	if (take_gpu_rows)
+	{
+		/* the merge's store holds the job now; if no share put a row in
+		 * it, its memory goes back at once */
+		if (!gpu_used && share_node->gpu_rows != NULL)
+			service_rows_close(share_node->gpu_rows);
+		share_node->gpu_rows = NULL;
+	}
 
 	return store;
 }
@@ -415,6 +511,8 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	gather = (GatherState *) gather_state;
 	/* (read as the Gather makes its shared memory, on its first call) */
 	share_node->ranges_allowed = spec->bound == 0 && !spec->random_access && gpusort_parallel_merge;
+	share_node->gpu_rows_allowed = spec->bound == 0 && gpusort_spill_to_gpu;
+	share_node->gpu_rows_expected = spec->expected_rows;
 
 	for (;;)
 	{
@@ -439,7 +537,7 @@ gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStor
 	}
 
 	shared = share_node->shares;
-	store = open_shares(share_node, spec);
+	store = open_shares(share_node, spec, true);
 	if (workers_wait)
 	{
 		int			helpers = written - (share_node->marker_sent ? 1 : 0);
@@ -531,7 +629,7 @@ merge_ranges(GpuSortState *state, const RowStoreSpec *share_spec)
 	spec.sample_runs = false;
 	spec.bound = 0;
 	spec.approximate = false;
-	store = open_shares(state, &spec);
+	store = open_shares(state, &spec, false);
 	starts = BufFileOpenFileSet(&shared->fileset.fs, RANGE_STARTS_FILE, O_RDONLY, false);
 	row_store_set_partitions(store, shared->nranges, shared->splitters, starts);
 	BufFileClose(starts);

@@ -24,7 +24,9 @@
  * from memory, every later row straight from the scan into the service's
  * slot; the service sorts them there and they are read back from the slot
  * in order ("runs in a GPU's memory" below). What does not fit the room
- * the service gave goes to files as above, merged with the GPU's run.
+ * the service gave goes to files as above, merged with the GPU's run. A
+ * parallel sort's shares all stream into one such job, from their first
+ * row.
  *
  * Memory is counted as the memory contexts allocated it. Everything lives
  * in the store's own context and the files belong to the resource owner,
@@ -892,8 +894,14 @@ drop_run(RowStore *store, SortedRun *run)
  * service sorts them all and lays them out in order, and they are read
  * back from the slot (READ_GPU below). Rows that do not fit the room the
  * service gave go to files as before, and that run is merged with theirs
- * (read through a chunk of up to MAX_GPU_READ_CHUNK). Bounded sorts and
- * parallel shares keep to files.
+ * (read through a chunk of up to MAX_GPU_READ_CHUNK). Bounded sorts keep
+ * to files.
+ *
+ * A parallel share (spec.gpu_share) attaches to the leader's shared rows
+ * job instead and streams every row from its first; it never sorts or
+ * reads the job. row_store_finish_share() reports its part, and the
+ * leader's store (row_store_begin_merge()) makes the parts of all shares
+ * its one GPU run.
  */
 
 static void cover_column(gs_key_column *into, const gs_key_column *column);
@@ -926,33 +934,16 @@ gpu_run_allowed(const RowStore *store)
 		store->spec.bound == 0 && store->spec.share_files == NULL && store->ntuples > 0;
 }
 
-/* The rows job, asked for at the first spill: room for twice the rows the
- * planner expects, at least MIN_GPU_RUN_BYTES. Declined: files, as before. */
+/* The run whose rows `rows` holds (or, streaming, will), and its slot;
+ * the connection closes with the store's memory. */
 static void
-open_gpu_run(RowStore *store, Size total)
+start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
 {
-	Size		average;
-	double		expected;
-	uint64		capacity;
-	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
-	MemoryContext old_context;
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
 	MemoryContextCallback *callback;
-	ServiceRows *rows;
 	SortedRun  *run;
-	char		why[256];
+	uint64		slot_bytes;
 
-	average = total / store->ntuples;
-	expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
-	capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
-	old_context = MemoryContextSwitchTo(store->context);
-	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
-							 store->plan->descending, store->plan->nulls_first, memory_limit,
-							 false, why, sizeof(why));
-	if (rows == NULL)
-	{
-		MemoryContextSwitchTo(old_context);
-		return;
-	}
 	callback = palloc0(sizeof(MemoryContextCallback));
 	callback->func = close_gpu_rows;
 	callback->arg = rows;
@@ -966,15 +957,52 @@ open_gpu_run(RowStore *store, Size total)
 						   store->plan->nulls_first[k]);
 	add_run(store, run);
 	store->gpu_run = run;
-	store->gpu_run_open = true;
+	store->gpu_run_open = streaming;
 	store->stats.runs++;
-	{
-		uint64		slot_bytes;
-
-		store->stream_slot = service_rows_slot(rows, &slot_bytes);
-		store->stream_half = (Size) (slot_bytes / 2) & ~(Size) 7;
-	}
+	store->stream_slot = service_rows_slot(rows, &slot_bytes);
+	store->stream_half = (Size) (slot_bytes / 2) & ~(Size) 7;
 	MemoryContextSwitchTo(old_context);
+}
+
+/* The rows job, asked for at the first spill: room for twice the rows the
+ * planner expects, at least MIN_GPU_RUN_BYTES. Declined: files, as before. */
+static void
+open_gpu_run(RowStore *store, Size total)
+{
+	Size		average;
+	double		expected;
+	uint64		capacity;
+	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
+	MemoryContext old_context;
+	ServiceRows *rows;
+	char		why[256];
+
+	average = total / store->ntuples;
+	expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
+	capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
+	old_context = MemoryContextSwitchTo(store->context);
+	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
+							 store->plan->descending, store->plan->nulls_first, memory_limit,
+							 false, why, sizeof(why));
+	MemoryContextSwitchTo(old_context);
+	if (rows != NULL)
+		start_gpu_run(store, rows, true);
+}
+
+/* A parallel share's rows go to the shared rows job from its first row;
+ * if it cannot attach (its process gone, no slot free), to files. */
+static void
+attach_gpu_run(RowStore *store)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+	char		why[256];
+	ServiceRows *rows;
+
+	store->gpu_run_tried = true;
+	rows = service_rows_attach(store->spec.gpu_share, why, sizeof(why));
+	MemoryContextSwitchTo(old_context);
+	if (rows != NULL)
+		start_gpu_run(store, rows, true);
 }
 
 /* The service failed the rows it holds: they are lost, and so is the query. */
@@ -1920,6 +1948,8 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	if (store->have_threshold &&
 		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
 		return;
+	if (!store->gpu_run_tried && store->spec.gpu_share != NULL)
+		attach_gpu_run(store);
 	if (store->gpu_run_open)
 	{
 		if (stream_row(store, keys, nulls, slot))
@@ -2375,8 +2405,36 @@ close_partition(RowStore *store)
 	store->partition_open = false;
 }
 
+/* A share's part of the shared rows job: its last batch sent and taken
+ * (so the leader's sort finds it there), its totals in *part, and its
+ * connection closed. */
+static void
+finish_gpu_part(RowStore *store, RowStoreRun *part)
+{
+	SortedRun  *run = store->gpu_run;
+	int			r = 0;
+
+	stop_streaming(store);
+	if (!service_rows_wait(run->gpu))
+		gpu_run_failed();
+	part->rows = run->rows;
+	part->bytes = run->bytes;
+	part->largest_record = run->largest_record;
+	memcpy(part->columns, run->columns, sizeof(part->columns));
+	part->file_number = -1;
+	part->share = -1;
+	store->stats.gpu_run_rows = run->rows;
+	store->stats.gpu_run_bytes = run->bytes;
+	while (store->runs[r] != run)
+		r++;
+	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
+	store->nruns--;
+	drop_run(store, run);
+}
+
 int
-row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
+row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out,
+					   RowStoreRun *gpu_part)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
 	bool		external = store->stats.external;
@@ -2386,6 +2444,9 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 
 	for (int r = 0; r < store->nruns; r++)
 		total += (size_t) store->runs[r]->rows;
+	memset(gpu_part, 0, sizeof(RowStoreRun));
+	if (store->gpu_run != NULL)
+		finish_gpu_part(store, gpu_part);
 	/* the rows in memory become a run (sorted exactly, also under the
 	 * approximate opt-in: this is one input of a merge) */
 	if (store->ntuples > 0)
@@ -2399,7 +2460,7 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out)
 	store->stats.rows_sorted = total;
 	store->stats.rows_out = limit > 0 ? Min(total, limit) : total;
 
-	runs = palloc(Max(store->nruns, 1) * sizeof(RowStoreRun));
+	runs = palloc0(Max(store->nruns, 1) * sizeof(RowStoreRun));
 	for (int r = 0; r < store->nruns; r++)
 	{
 		SortedRun  *run = store->runs[r];
@@ -2437,9 +2498,27 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 	store = row_store_begin(&merge_spec);
 	for (int i = 0; i < nruns; i++)
 	{
-		MemoryContext old_context = MemoryContextSwitchTo(store->context);
-		SortedRun  *run = palloc0(sizeof(SortedRun));
+		MemoryContext old_context;
+		SortedRun  *run;
 
+		if (runs[i].gpu != NULL)
+		{
+			/* the shares' parts of one rows job: one run */
+			if (store->gpu_run == NULL)
+				start_gpu_run(store, runs[i].gpu, false);
+			else if (store->gpu_run->gpu != runs[i].gpu)
+				elog(ERROR, "gpusort: parallel shares in more than one GPU rows job");
+			run = store->gpu_run;
+			run->rows += runs[i].rows;
+			run->bytes += runs[i].bytes;
+			run->largest_record = Max(run->largest_record, runs[i].largest_record);
+			for (int k = 0; k < store->nkeys; k++)
+				cover_column(&run->columns[k], &runs[i].columns[k]);
+			store->stats.rows_read += runs[i].rows;
+			continue;
+		}
+		old_context = MemoryContextSwitchTo(store->context);
+		run = palloc0(sizeof(SortedRun));
 		MemoryContextSwitchTo(old_context);
 		run->file = runs[i].file;
 		run->file_number = -1;	/* closed, never deleted, here */
@@ -2453,8 +2532,10 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 		store->disk_bytes += runs[i].bytes;
 		store->stats.rows_read += runs[i].rows;
 	}
+	if (store->gpu_run != NULL)
+		service_rows_expect(store->gpu_run->gpu, store->gpu_run->rows, store->gpu_run->bytes);
 	store->stats.disk_bytes = store->disk_bytes;
-	store->stats.runs = nruns;
+	store->stats.runs = store->nruns;
 	store->stats.external = true;
 	return store;
 }

@@ -35,6 +35,8 @@ typedef struct RowStoreSpec
 	bool		sample_runs;	/* ... noting samples for a merge by key ranges */
 	bool		spill_to_gpu;	/* beyond work_mem, rows may go to a GPU's
 								 * memory (read through row_store_sort only) */
+	struct ServiceRowsShared *gpu_share;	/* a parallel share: its rows go to
+											 * this shared rows job first */
 } RowStoreSpec;
 
 /* How the sort went, for EXPLAIN ANALYZE. */
@@ -83,6 +85,15 @@ extern void row_store_sort(RowStore *store);
  * down to at most max_runs and hands them over (shared files closed,
  * private ones open). row_store_begin_merge() takes files over (closing
  * them at the end); the store is then sorted and read as any other.
+ *
+ * With spec.gpu_share, a share's rows go first, unsorted, to a rows job
+ * of the GPU service that every share appends to (service.h); only what
+ * does not fit its room becomes runs. row_store_finish_share() then says
+ * in *gpu_part how many rows (and bytes) the share put there. The leader
+ * passes each share's part, with `gpu` set to the job it opened, to
+ * row_store_begin_merge(), which makes them one run that the service
+ * sorts: read straight from the GPU when it holds every row, else merged
+ * with the files.
  */
 typedef struct RowStoreRun
 {
@@ -93,10 +104,15 @@ typedef struct RowStoreRun
 	int64		bytes;
 	int64		nsamples;		/* in its samples file (see below) */
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
+	/* a share's part of a shared rows job (no file): the job, as the
+	 * process that opened it holds it, and the share's largest record */
+	struct ServiceRows *gpu;
+	Size		largest_record;
 } RowStoreRun;
 
 extern void row_store_share_file_name(char *name, size_t size, int share, int file_number);
-extern int	row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs);
+extern int	row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs,
+								   RowStoreRun *gpu_part);
 extern int	row_store_merge_order(Size work_mem_bytes);
 extern RowStore *row_store_begin_merge(const RowStoreSpec *spec, int nruns,
 									   const RowStoreRun *runs);

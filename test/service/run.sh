@@ -20,6 +20,9 @@
 #      (gpusort.spill_to_gpu): the rows and order of PostgreSQL's sort, files
 #      for what does not fit, scroll cursors, kill -9 of the process holding
 #      them (an error, no crash);
+#   4c. a parallel GpuSort's processes append their rows to one rows job
+#      the leader sorts: PostgreSQL's rows and order, no files; files for
+#      what does not fit; rescans;
 #   5. kill -9 of a gpusort-gpud mid-sort: the sort finishes on the CPU
 #      (auto) or fails with a clear error (gpu), the process comes back, and
 #      PostgreSQL does not restart;
@@ -171,8 +174,14 @@ par_plan=$(psql_q -c "$par_settings EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $bi
 jobs_after=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
 case "$par_plan" in *"Parallel Custom Scan (GpuSort)"*) ok "it planned as a parallel GpuSort";;
   *) bad "it planned as a parallel GpuSort" "$par_plan";; esac
+check "one job sorts the rows every process put in the leader's rows job" \
+  1 "$(( jobs_after - jobs_before ))"
+# with the rows in files instead, each process sorts its share as a job
+jobs_before=$jobs_after
+par_plan=$(psql_q -c "$par_settings SET gpusort.spill_to_gpu = off; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $big_query")
+jobs_after=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
 launched=$(sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p' <<< "$par_plan" | head -n 1)
-check "one job per process sorting a share (${launched:-?} workers + the leader)" \
+check "spill_to_gpu = off: one job per process sorting a share (${launched:-?} workers + the leader)" \
   "$(( ${launched:-0} + 1 ))" "$(( jobs_after - jobs_before ))"
 
 # ---- 3. cancellation ----
@@ -279,6 +288,41 @@ case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond
 wait_ready 1
 check "the next such sort runs in the service again" \
   "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$spill" "k, id")"
+
+# ---- 4c. a parallel sort's shares in one rows job ----
+echo "== a parallel GpuSort's processes put their rows in one rows job"
+parallel="SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0; SET enable_gathermerge = off; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
+for wm in 256kB 64MB; do
+  plan=$(psql_q -c "$parallel SET work_mem = '$wm'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+  case "$plan" in *"Sort Method: the parallel processes' rows in GPU memory"*"Rows in GPU Memory: 300000 ("*"Workers Launched: "[12]*"Sort Method: rows to GPU memory, sorted above"*)
+    ok "work_mem $wm: every share's rows in one rows job, sorted there";;
+    *) bad "work_mem $wm: every share's rows in one rows job, sorted there" "$plan";; esac
+  case "$plan" in *"Disk:"*) bad "work_mem $wm: no temporary file" "$plan";; *) ok "work_mem $wm: no temporary file";; esac
+  for order in "k, id" "m DESC NULLS LAST, id" "m NULLS FIRST, k DESC, id"; do
+    check "work_mem $wm, parallel, ORDER BY $order: PostgreSQL's rows in PostgreSQL's order" \
+      "$(ordered "SET gpusort.enabled = off;" "$order")" "$(ordered "$parallel SET work_mem = '$wm';" "$order")"
+  done
+done
+limited="$parallel SET work_mem = '256kB'; SET gpusort.gpu_memory_limit = '20MB';"
+plan=$(psql_q -c "$limited EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+case "$plan" in *"Sort Method: merge of the parallel processes' sorted runs"*"Rows in GPU Memory: "*"Disk: "*)
+  ok "parallel: rows beyond the job's room go to the shares' files";;
+  *) bad "parallel: rows beyond the job's room go to the shares' files" "$plan";; esac
+check "and the leader merges them with the job's" \
+  "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$limited" "k, id")"
+plan=$(psql_q -c "$parallel SET work_mem = '256kB'; SET gpusort.spill_to_gpu = off; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+case "$plan" in *"Rows in GPU Memory"*) bad "spill_to_gpu = off: the shares write files" "$plan";;
+  *"Sort Method: merge of the parallel processes' sorted runs"*) ok "spill_to_gpu = off: the shares write files";;
+  *) bad "spill_to_gpu = off: the shares write files" "$plan";; esac
+psql_q -c "CREATE TABLE few AS SELECT i AS v FROM generate_series(0, 2) i" >/dev/null
+rescan="SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off; SELECT count(*) || ' ' || md5(string_agg(f.v || ':' || s.id, ',')) FROM few f, (SELECT id, k FROM rows_t ORDER BY k, id OFFSET 0) s WHERE s.k % 3 = f.v"
+plan=$(psql_q -c "$parallel SET work_mem = '256kB'; $rescan" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${rescan##*; }")
+case "$plan" in *"Nested Loop"*"Sort Method: the parallel processes' rows in GPU memory"*"loops=3"*) ok "a parallel sort rescanned per outer row holds its rows in a rows job";;
+  *) bad "a parallel sort rescanned per outer row holds its rows in a rows job" "$plan";; esac
+check "and gives PostgreSQL's rows in each scan" \
+  "$(psql_q -c "SET gpusort.enabled = off; $rescan")" "$(psql_q -c "$parallel SET work_mem = '256kB'; $rescan")"
+check "no job left when the parallel sorts ended" "0" \
+  "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
 
 # ---- 5. a crash of the CUDA process ----
 echo "== kill -9 of gpusort-gpud during a sort"
