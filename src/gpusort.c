@@ -98,7 +98,7 @@ _PG_init(void)
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpusort.spill_to_gpu",
-							 "Lets a GpuSort beyond work_mem hold its rows in the GPU service's memory instead of temporary files.",
+							 "Lets a GpuSort beyond work_mem, and the processes of a parallel GpuSort, hold their rows in the GPU service's memory instead of temporary files.",
 							 "The service sorts them there and they are read back in order; "
 							 "rows that do not fit its room go to temporary files. Needs "
 							 "the GPU service (shared_preload_libraries); off, or under "
