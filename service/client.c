@@ -1128,11 +1128,14 @@ grow_grant(ServiceRows *rows, uint64 records, uint64 bytes)
 		rows->records + records - rows->max_records : 0;
 	uint64		need_bytes = rows->bytes + bytes > rows->capacity_bytes ?
 		rows->bytes + bytes - rows->capacity_bytes : 0;
-	uint64		grant_bytes = Max(need_bytes, ROOM_GRANT_BYTES);
-	/* records in proportion, as the room's limits are */
-	uint64		grant_records = Max(need_records,
-									(uint64) ((double) grant_bytes / room->capacity_bytes *
-											  room->max_records) + 1);
+	/* a part of the room (a sixteenth at most, so that every process gets
+	 * some), of what is short only; records in proportion to bytes, as the
+	 * room's limits are */
+	uint64		part_bytes = Min(ROOM_GRANT_BYTES, room->capacity_bytes / 16);
+	uint64		part_records = (uint64) ((double) part_bytes / room->capacity_bytes *
+										 room->max_records) + 1;
+	uint64		grant_bytes = need_bytes > 0 ? Max(need_bytes, part_bytes) : 0;
+	uint64		grant_records = need_records > 0 ? Max(need_records, part_records) : 0;
 
 	if (!take_room(&room->records_taken, room->max_records, grant_records))
 	{
@@ -1152,6 +1155,24 @@ grow_grant(ServiceRows *rows, uint64 records, uint64 bytes)
 	rows->max_records += grant_records;
 	rows->capacity_bytes += grant_bytes;
 	return true;
+}
+
+/*
+ * An attached connection that sends no more: the room it was granted and
+ * did not use goes back to the others, and the connection closes. (Not
+ * service_rows_close()'s job: that also runs in an aborting transaction,
+ * when the shared memory of the room may be gone.)
+ */
+void
+service_rows_detach(ServiceRows *rows)
+{
+	if (rows->room != NULL)
+	{
+		pg_atomic_fetch_sub_u64(&rows->room->bytes_taken, rows->capacity_bytes - rows->bytes);
+		pg_atomic_fetch_sub_u64(&rows->room->records_taken, rows->max_records - rows->records);
+		rows->room = NULL;
+	}
+	service_rows_close(rows);
 }
 
 /* The opener of a shared job learns what the attached connections sent

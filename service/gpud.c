@@ -13,8 +13,12 @@
  *
  * Admission is first come, first served: a job is admitted with its slot of
  * the staging area and its share of the GPU budget together, never one
- * without the other, and a running job never waits for anything, so jobs
- * waiting in the queue cannot deadlock. A job that would not fit even in an
+ * without the other, and a running sort never waits for anything, so sorts
+ * waiting in the queue cannot deadlock. A rows job (and a connection
+ * attached to a shared one, which holds a slot but no budget) lives as
+ * long as its client's query: it asks for admission without waiting, so
+ * that it never holds the queue up, but its client may still submit other
+ * jobs (the sorts of runs in files) while it holds its slot. A job that would not fit even in an
  * idle service is refused at once; one that waits longer than the client
  * allows is refused with GS_REFUSED_QUEUE_TIMEOUT. Waits sleep on poll(2):
  * the client's socket (a cancel) and an eventfd (the grant).
@@ -708,21 +712,26 @@ rows_job_release(RowsJob *rows)
 
 	pthread_mutex_lock(&registry_lock);
 	last = --rows->references == 0;
-	if (last && rows->token != 0)
-	{
-		for (RowsJob **link = &shared_jobs; *link != NULL; link = &(*link)->next)
-			if (*link == rows)
-			{
-				*link = rows->next;
-				break;
-			}
-	}
 	pthread_mutex_unlock(&registry_lock);
 	if (!last)
 		return;
 	rows_job_free_memory(rows);
 	pthread_mutex_destroy(&rows->lock);
 	free(rows);
+}
+
+/* The opener ends a shared job: nobody attaches to it any more. */
+static void
+rows_job_unregister(RowsJob *rows)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (RowsJob **link = &shared_jobs; *link != NULL; link = &(*link)->next)
+		if (*link == rows)
+		{
+			*link = rows->next;
+			break;
+		}
+	pthread_mutex_unlock(&registry_lock);
 }
 
 /* A shared job by its token, with a reference for the caller; NULL when
@@ -734,7 +743,7 @@ rows_job_find(uint64_t token)
 
 	pthread_mutex_lock(&registry_lock);
 	for (RowsJob *rows = shared_jobs; rows != NULL; rows = rows->next)
-		if (rows->token == token && !rows->closed)
+		if (rows->token == token)
 		{
 			rows->references++;
 			found = rows;
@@ -1113,6 +1122,8 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 			break;
 	}
 	/* the memory goes now, whoever is still attached (their next PUT fails) */
+	if (rows->token != 0)
+		rows_job_unregister(rows);
 	pthread_mutex_lock(&rows->lock);
 	rows->closed = true;
 	rows_job_free_memory(rows);

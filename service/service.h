@@ -146,6 +146,7 @@ typedef struct ServiceRowsShared
 
 extern void service_rows_share(const ServiceRows *rows, ServiceRowsShared *into);
 extern ServiceRows *service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size);
+extern void service_rows_detach(ServiceRows *rows);
 extern void service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes);
 extern bool service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records,
 								uint64 bytes);

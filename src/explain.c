@@ -125,7 +125,9 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	}
 	else if (stats->external)
 	{
-		bool		all_on_gpu = stats->gpu_run_rows > 0 && stats->runs == 1;
+		/* (a share's part in the GPU rows job is not one of its runs) */
+		bool		all_on_gpu = stats->gpu_run_rows > 0 &&
+			stats->runs == (state->plan.role == GPUSORT_SORT_SHARE ? 0 : 1);
 
 		ExplainPropertyText("Sort Method",
 							all_on_gpu ? "rows in GPU memory (input exceeded work_mem)" :

@@ -46,6 +46,7 @@ typedef struct GpuSortState
 	bool		gpu_rows_allowed;
 	double		gpu_rows_expected;	/* the merge's rows, as planned */
 	struct ServiceRows *gpu_rows;
+	bool		gpu_rows_callback;	/* the query's end closes it */
 	bool		marker_sent;
 	int			markers_left;
 

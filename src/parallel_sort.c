@@ -144,10 +144,15 @@ gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 					mul_size(pcxt->nworkers + 1, sizeof(ShareFile)));
 }
 
+/* The query ends: the leader's rows job, if the merge did not take it. */
 static void
 close_gpu_rows(void *arg)
 {
-	service_rows_close((ServiceRows *) arg);
+	GpuSortState *state = (GpuSortState *) arg;
+
+	if (state->gpu_rows != NULL)
+		service_rows_close(state->gpu_rows);
+	state->gpu_rows = NULL;
 }
 
 /*
@@ -168,6 +173,8 @@ open_gpu_rows(GpuSortState *state, ParallelShares *shared)
 	double		expected = state->gpu_rows_expected * record * 2;
 	uint64		capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2),
 							   (uint64) 64 * 1024 * 1024);
+	MemoryContext query_context = state->css.ss.ps.state->es_query_cxt;
+	MemoryContext old_context;
 	MemoryContextCallback *callback;
 	ServiceRows *rows;
 	char		why[256];
@@ -179,16 +186,23 @@ open_gpu_rows(GpuSortState *state, ParallelShares *shared)
 	if (!state->gpu_rows_allowed || !shared->have_fileset || gpusort_device == GS_DEVICE_CPU ||
 		gpu_service == NULL)
 		return;
+	old_context = MemoryContextSwitchTo(query_context);
 	rows = service_rows_open(capacity, Max(record / 2, gs_row_record_bytes(state->plan.nkeys,
 																		  GS_MIN_TUPLE_BYTES)),
 							 state->plan.nkeys, state->plan.descending, state->plan.nulls_first,
 							 memory_limit, true, why, sizeof(why));
+	MemoryContextSwitchTo(old_context);
 	if (rows == NULL)
 		return;
-	callback = palloc0(sizeof(MemoryContextCallback));
-	callback->func = close_gpu_rows;
-	callback->arg = rows;
-	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
+	if (!state->gpu_rows_callback)
+	{
+		/* (the node lives in the query's context too) */
+		callback = MemoryContextAllocZero(query_context, sizeof(MemoryContextCallback));
+		callback->func = close_gpu_rows;
+		callback->arg = state;
+		MemoryContextRegisterResetCallback(query_context, callback);
+		state->gpu_rows_callback = true;
+	}
 	service_rows_share(rows, &shared->gpu_rows);
 	shared->have_gpu_rows = true;
 	/* the merge above reads the job: no workers merge key ranges */

@@ -209,6 +209,7 @@ struct RowStore
 	 * row after the first batch goes straight into the job's slot, one
 	 * half filled while the service takes the other */
 	SortedRun  *gpu_run;
+	RowStoreRun gpu_part;		/* a parallel share's, once it sent its last */
 	bool		gpu_run_tried;
 	bool		gpu_run_open;
 	char	   *stream_slot;
@@ -1088,6 +1089,41 @@ stop_streaming(RowStore *store)
 	store->gpu_run_open = false;
 }
 
+/*
+ * A share's part of the shared rows job, once it sends no more (its room
+ * ran out, or its rows ended): its last batch taken (so the leader's sort
+ * finds it there), its totals in store->gpu_part, the room it did not use
+ * given back, and its connection and slot freed at once (a slot held
+ * while the share's runs wait for one to sort in could keep them waiting).
+ */
+static void
+finish_gpu_part(RowStore *store)
+{
+	SortedRun  *run = store->gpu_run;
+	RowStoreRun *part = &store->gpu_part;
+	int			r = 0;
+
+	stop_streaming(store);
+	if (!service_rows_wait(run->gpu))
+		gpu_run_failed();
+	memset(part, 0, sizeof(RowStoreRun));
+	part->rows = run->rows;
+	part->bytes = run->bytes;
+	part->largest_record = run->largest_record;
+	memcpy(part->columns, run->columns, sizeof(part->columns));
+	part->file_number = -1;
+	part->share = -1;
+	store->stats.gpu_run_rows = run->rows;
+	store->stats.gpu_run_bytes = run->bytes;
+	store->stats.runs--;		/* not a run of the share's */
+	while (store->runs[r] != run)
+		r++;
+	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
+	store->nruns--;
+	service_rows_detach(run->gpu);
+	drop_run(store, run);
+}
+
 /* Appends the rows in memory (`total` bytes as records, the largest
  * `largest`), in the order they came, to the GPU run; false (nothing sent)
  * when they do not fit the room left. */
@@ -1954,7 +1990,11 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	{
 		if (stream_row(store, keys, nulls, slot))
 			return;
-		stop_streaming(store);	/* no room left: memory and files */
+		/* no room left: memory and files */
+		if (store->spec.gpu_share != NULL)
+			finish_gpu_part(store);
+		else
+			stop_streaming(store);
 	}
 
 	if (store->ntuples == store->capacity && !grow_rows(store))
@@ -1988,6 +2028,7 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 /*
  * Merges groups of neighbouring runs, in passes, until the runs (and the
  * rows in memory, if any) are at most `order`. Runs stay in input order.
+ * The GPU run is never merged into a file (it is read where it is).
  */
 static void
 merge_runs_down_to(RowStore *store, int order, size_t limit)
@@ -2004,6 +2045,13 @@ merge_runs_down_to(RowStore *store, int order, size_t limit)
 		{
 			int			count = Min(Min(order, store->nruns - first), excess + 1);
 
+			/* the GPU run stays where it is: a group ends before it */
+			for (int i = 0; i < count; i++)
+				if (store->runs[first + i] == store->gpu_run)
+				{
+					count = i;
+					break;
+				}
 			if (count <= 1)
 				store->runs[merged++] = store->runs[first];
 			else
@@ -2405,55 +2453,35 @@ close_partition(RowStore *store)
 	store->partition_open = false;
 }
 
-/* A share's part of the shared rows job: its last batch sent and taken
- * (so the leader's sort finds it there), its totals in *part, and its
- * connection closed. */
-static void
-finish_gpu_part(RowStore *store, RowStoreRun *part)
-{
-	SortedRun  *run = store->gpu_run;
-	int			r = 0;
-
-	stop_streaming(store);
-	if (!service_rows_wait(run->gpu))
-		gpu_run_failed();
-	part->rows = run->rows;
-	part->bytes = run->bytes;
-	part->largest_record = run->largest_record;
-	memcpy(part->columns, run->columns, sizeof(part->columns));
-	part->file_number = -1;
-	part->share = -1;
-	store->stats.gpu_run_rows = run->rows;
-	store->stats.gpu_run_bytes = run->bytes;
-	while (store->runs[r] != run)
-		r++;
-	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
-	store->nruns--;
-	drop_run(store, run);
-}
-
 int
 row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out,
 					   RowStoreRun *gpu_part)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
-	bool		external = store->stats.external;
-	int			runs_written = store->stats.runs;
-	size_t		total = store->ntuples;
+	bool		external;
+	int			runs_written;
+	size_t		total;
 	RowStoreRun *runs;
 
+	if (store->gpu_run != NULL)
+		finish_gpu_part(store);
+	*gpu_part = store->gpu_part;
+	external = store->stats.external;
+	runs_written = store->stats.runs;
+	total = store->ntuples + (size_t) store->gpu_part.rows;
 	for (int r = 0; r < store->nruns; r++)
 		total += (size_t) store->runs[r]->rows;
-	memset(gpu_part, 0, sizeof(RowStoreRun));
-	if (store->gpu_run != NULL)
-		finish_gpu_part(store, gpu_part);
 	/* the rows in memory become a run (sorted exactly, also under the
-	 * approximate opt-in: this is one input of a merge) */
+	 * approximate opt-in: this is one input of a merge); beside a part in
+	 * the GPU's memory it counts as a run written */
 	if (store->ntuples > 0)
 	{
 		spill_rows(store, false);
-		store->stats.external = external;
-		store->stats.runs = runs_written;
+		if (store->gpu_part.rows == 0)
+		{
+			store->stats.external = external;
+			store->stats.runs = runs_written;
+		}
 	}
 	merge_runs_down_to(store, Max(max_runs, MIN_MERGE_ORDER), limit);
 	store->stats.approximate = false;

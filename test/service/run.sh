@@ -321,6 +321,13 @@ case "$plan" in *"Nested Loop"*"Sort Method: the parallel processes' rows in GPU
   *) bad "a parallel sort rescanned per outer row holds its rows in a rows job" "$plan";; esac
 check "and gives PostgreSQL's rows in each scan" \
   "$(psql_q -c "SET gpusort.enabled = off; $rescan")" "$(psql_q -c "$parallel SET work_mem = '256kB'; $rescan")"
+# a staging area of four slots, all taken by the job and the shares: a
+# share whose room ran out gives its slot back at once, so its runs' sorts
+# (which wait without bound under gpusort.device = gpu) get one
+start_server gpusort 2048 1 0 "gpusort.service_staging_size = 16"
+tight="$limited SET gpusort.device = gpu; SET statement_timeout = '60s';"
+check "16 MB of staging, room for a few rows: the shares' runs still sort on the GPU (gpu)" \
+  "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$tight" "k, id")"
 check "no job left when the parallel sorts ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
 
