@@ -654,6 +654,35 @@ move_pieces(int fd, char *buffer, uint64_t area_bytes, char *slot, uint64_t slot
 /* A rows job's slot: records move through it a batch at a time. */
 #define ROWS_SLOT_BYTES ((uint64_t) 16 << 20)
 
+/* A rows job's (or attached connection's) slot: ROWS_SLOT_BYTES, or a
+ * quarter of a small staging area. */
+static uint64_t
+rows_slot_bytes(void)
+{
+	uint64_t	bytes = service.staging_bytes / 4 < ROWS_SLOT_BYTES ?
+		service.staging_bytes / 4 : ROWS_SLOT_BYTES;
+
+	return bytes / SLOT_ALIGN * SLOT_ALIGN;
+}
+
+/* ADMITTED: the job's slot (moved through in pieces when chunked), the GPU
+ * memory it is counted for, and a shared rows job's token (else 0). */
+static bool
+send_admitted(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_bytes,
+			  bool chunked, uint64_t gpu_bytes, double queue_ms, uint64_t token)
+{
+	gs_message	reply = *job;
+
+	reply.type = GS_MSG_ADMITTED;
+	reply.slot_offset = slot_offset;
+	reply.slot_bytes = slot_bytes;
+	reply.chunked = chunked;
+	reply.estimate_bytes = gpu_bytes;
+	reply.queue_ms = queue_ms;
+	reply.token = token;
+	return send_message(fd, &reply, -1);
+}
+
 typedef struct RowsJob
 {
 	gs_message	submit;
@@ -1074,14 +1103,7 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 	}
 
 	memset(&reply, 0, sizeof(reply));
-	reply = *job;
-	reply.type = GS_MSG_ADMITTED;
-	reply.slot_offset = slot_offset;
-	reply.slot_bytes = slot_bytes;
-	reply.estimate_bytes = gpu_bytes;
-	reply.queue_ms = queue_ms;
-	reply.token = rows->token;
-	if (!send_message(fd, &reply, -1))
+	if (!send_admitted(fd, job, slot_offset, slot_bytes, false, gpu_bytes, queue_ms, rows->token))
 		status = GPU_INTERRUPTED;
 
 	while (status == GPU_OK && receive_message(fd, &message))
@@ -1138,7 +1160,8 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
  * It holds a slot but no GPU memory (the opener's job counts that).
  */
 static void
-serve_attached(int fd, RowsJob *rows, uint64_t slot_offset, uint64_t slot_bytes, double queue_ms)
+serve_attached(int fd, const gs_message *job, RowsJob *rows, uint64_t slot_offset,
+			   uint64_t slot_bytes, double queue_ms)
 {
 	char	   *slot = service.staging + slot_offset;
 	gs_message	message;
@@ -1148,13 +1171,7 @@ serve_attached(int fd, RowsJob *rows, uint64_t slot_offset, uint64_t slot_bytes,
 				bytes = 0;
 
 	memset(&reply, 0, sizeof(reply));
-	reply.type = GS_MSG_ADMITTED;
-	reply.kind = GS_JOB_ROWS_ATTACH;
-	reply.slot_offset = slot_offset;
-	reply.slot_bytes = slot_bytes;
-	reply.queue_ms = queue_ms;
-	reply.token = rows->token;
-	if (!send_message(fd, &reply, -1))
+	if (!send_admitted(fd, job, slot_offset, slot_bytes, false, 0, queue_ms, rows->token))
 		return;
 	while (status == GPU_OK && receive_message(fd, &message) && message.type == GS_MSG_PUT)
 	{
@@ -1173,8 +1190,7 @@ static void
 serve_attach(int fd, const gs_message *job)
 {
 	RowsJob    *rows = rows_job_find(job->token);
-	uint64_t	slot_bytes = (service.staging_bytes / 4 < ROWS_SLOT_BYTES ?
-							  service.staging_bytes / 4 : ROWS_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
+	uint64_t	slot_bytes = rows_slot_bytes();
 	uint64_t	slot_offset = 0;
 	double		queue_ms = 0;
 
@@ -1186,7 +1202,7 @@ serve_attach(int fd, const gs_message *job)
 	switch (admit(fd, slot_bytes, 0, 0, &slot_offset, &queue_ms))
 	{
 		case ADMIT_GRANTED:
-			serve_attached(fd, rows, slot_offset, slot_bytes, queue_ms);
+			serve_attached(fd, job, rows, slot_offset, slot_bytes, queue_ms);
 			release(slot_offset, 0);
 			break;
 		case ADMIT_TIMEOUT:
@@ -1252,8 +1268,7 @@ serve_connection(void *arg)
 	chunked = job.kind != GS_JOB_ROWS &&
 		area_bytes > service.staging_bytes / SLOT_ALIGN * SLOT_ALIGN;
 	if (job.kind == GS_JOB_ROWS)
-		slot_bytes = (service.staging_bytes / 4 < ROWS_SLOT_BYTES ?
-					  service.staging_bytes / 4 : ROWS_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
+		slot_bytes = rows_slot_bytes();
 	else if (chunked)
 		slot_bytes = (service.staging_bytes < CHUNK_SLOT_BYTES ?
 					  service.staging_bytes : CHUNK_SLOT_BYTES) / SLOT_ALIGN * SLOT_ALIGN;
@@ -1295,18 +1310,8 @@ serve_connection(void *arg)
 		release(slot_offset, gpu_bytes);
 		goto out;
 	}
-	{
-		gs_message	admitted = job;
-
-		admitted.type = GS_MSG_ADMITTED;
-		admitted.slot_offset = slot_offset;
-		admitted.slot_bytes = slot_bytes;
-		admitted.chunked = chunked;
-		admitted.estimate_bytes = gpu_bytes;
-		admitted.queue_ms = queue_ms;
-		if (!send_message(fd, &admitted, -1))
-			goto done_with_slot;
-	}
+	if (!send_admitted(fd, &job, slot_offset, slot_bytes, chunked, gpu_bytes, queue_ms, 0))
+		goto done_with_slot;
 	if (chunked)
 	{
 		if (!move_pieces(fd, buffer, area_bytes, service.staging + slot_offset, slot_bytes,
