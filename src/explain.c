@@ -81,28 +81,36 @@ device_description(GpuSortState *state)
 	return "CPU";
 }
 
+/* Rows held in a GPU's memory (a rows job), if any, and their size. */
+static void
+explain_gpu_rows(const RowStoreStats *stats, ExplainState *es)
+{
+	if (stats->gpu_run_rows > 0)
+		ExplainPropertyText("Rows in GPU Memory",
+							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
+									 (stats->gpu_run_bytes + 1023) / 1024), es);
+}
+
 static void
 explain_analyze(GpuSortState *state, ExplainState *es)
 {
 	bool		details = gpusort_explain_details;
 	const RowStoreStats *stats = row_store_stats(state->rows);
+	/* no sorted run in a file: the rows were (or went to be) sorted in a
+	 * GPU's memory */
+	bool		all_on_gpu = stats->gpu_run_rows > 0 && stats->runs == 0;
 
-	if (state->plan.role == GPUSORT_MERGE_SHARES && stats->gpu_run_rows > 0 && stats->runs == 1)
+	if (state->plan.role == GPUSORT_MERGE_SHARES && all_on_gpu)
 	{
 		/* every share's rows went to the GPU rows job: sorted there, read */
 		ExplainPropertyText("Sort Method", "the parallel processes' rows in GPU memory", es);
-		ExplainPropertyText("Rows in GPU Memory",
-							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
-									 (stats->gpu_run_bytes + 1023) / 1024), es);
+		explain_gpu_rows(stats, es);
 	}
 	else if (state->plan.role == GPUSORT_MERGE_SHARES)
 	{
 		ExplainPropertyText("Sort Method", "merge of the parallel processes' sorted runs", es);
 		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
-		if (stats->gpu_run_rows > 0)
-			ExplainPropertyText("Rows in GPU Memory",
-								psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
-										 (stats->gpu_run_bytes + 1023) / 1024), es);
+		explain_gpu_rows(stats, es);
 		if (stats->merge_passes > 0)
 			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
 		if (stats->partitions > 1)
@@ -114,34 +122,22 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		}
 		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
 	}
-	else if (state->plan.role == GPUSORT_SORT_SHARE && stats->gpu_run_rows > 0 && !stats->external)
+	else if (all_on_gpu)
 	{
-		/* a share whose rows all went to the GPU rows job: the merge above
-		 * sorts them with the other shares' */
-		ExplainPropertyText("Sort Method", "rows to GPU memory, sorted above", es);
-		ExplainPropertyText("Rows in GPU Memory",
-							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
-									 (stats->gpu_run_bytes + 1023) / 1024), es);
+		/* a share's rows: the merge above sorts them with the others' */
+		ExplainPropertyText("Sort Method", state->plan.role == GPUSORT_SORT_SHARE ?
+							"rows to GPU memory, sorted above" :
+							"rows in GPU memory (input exceeded work_mem)", es);
+		explain_gpu_rows(stats, es);
 	}
 	else if (stats->external)
 	{
-		/* (a share's part in the GPU rows job is not one of its runs) */
-		bool		all_on_gpu = stats->gpu_run_rows > 0 &&
-			stats->runs == (state->plan.role == GPUSORT_SORT_SHARE ? 0 : 1);
-
-		ExplainPropertyText("Sort Method",
-							all_on_gpu ? "rows in GPU memory (input exceeded work_mem)" :
-							"external merge (input exceeded work_mem)", es);
-		if (!all_on_gpu)
-			ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
+		ExplainPropertyText("Sort Method", "external merge (input exceeded work_mem)", es);
+		ExplainPropertyInteger("Sorted Runs", NULL, stats->runs, es);
 		if (stats->merge_passes > 0)
 			ExplainPropertyInteger("Merge Passes", NULL, stats->merge_passes, es);
-		if (stats->gpu_run_rows > 0)
-			ExplainPropertyText("Rows in GPU Memory",
-								psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
-										 (stats->gpu_run_bytes + 1023) / 1024), es);
-		if (!all_on_gpu || stats->disk_bytes > 0)
-			ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
+		explain_gpu_rows(stats, es);
+		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
 	}
 	ExplainPropertyInteger("Rows Sorted", NULL, (int64) stats->rows_sorted, es);
 	if (state->bound > 0)
@@ -173,7 +169,7 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		}
 		return;
 	}
-	if (!(state->plan.role == GPUSORT_SORT_SHARE && stats->gpu_run_rows > 0 && stats->sorts == 0))
+	if (stats->sorts > 0)
 	{
 		/* (a share whose rows all went to the GPU rows job sorted none) */
 		ExplainPropertyText("Device", device_description(state), es);

@@ -959,7 +959,6 @@ start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
 	add_run(store, run);
 	store->gpu_run = run;
 	store->gpu_run_open = streaming;
-	store->stats.runs++;
 	store->stream_slot = service_rows_slot(rows, &slot_bytes);
 	store->stream_half = (Size) (slot_bytes / 2) & ~(Size) 7;
 	MemoryContextSwitchTo(old_context);
@@ -990,8 +989,9 @@ open_gpu_run(RowStore *store, Size total)
 		start_gpu_run(store, rows, true);
 }
 
-/* A parallel share's rows go to the shared rows job from its first row;
- * if it cannot attach (its process gone, no slot free), to files. */
+/* A parallel share's rows go to the shared rows job from its first row
+ * (it attaches as it begins); if it cannot attach (the job's process gone,
+ * no slot free), to files. */
 static void
 attach_gpu_run(RowStore *store)
 {
@@ -1115,7 +1115,6 @@ finish_gpu_part(RowStore *store)
 	part->share = -1;
 	store->stats.gpu_run_rows = run->rows;
 	store->stats.gpu_run_bytes = run->bytes;
-	store->stats.runs--;		/* not a run of the share's */
 	while (store->runs[r] != run)
 		r++;
 	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
@@ -1416,7 +1415,6 @@ spill_rows(RowStore *store, bool more_rows)
 			 * slot, or too little room): no GPU run at all */
 			Assert(store->runs[store->nruns - 1] == store->gpu_run);
 			store->nruns--;
-			store->stats.runs--;
 			store->gpu_run_open = false;
 			drop_run(store, store->gpu_run);
 		}
@@ -1959,6 +1957,8 @@ row_store_begin(const RowStoreSpec *spec)
 	allocate_rows(store, capacity);
 	gs_key_column_init(&store->approx_range, store->plan->descending[0],
 					   store->plan->nulls_first[0]);
+	if (spec->gpu_share != NULL)
+		attach_gpu_run(store);
 	return store;
 }
 
@@ -1984,8 +1984,6 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	if (store->have_threshold &&
 		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
 		return;
-	if (!store->gpu_run_tried && store->spec.gpu_share != NULL)
-		attach_gpu_run(store);
 	if (store->gpu_run_open)
 	{
 		if (stream_row(store, keys, nulls, slot))
@@ -2523,6 +2521,7 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 	RowStoreSpec merge_spec = *spec;
 
 	merge_spec.expected_rows = 0;
+	merge_spec.gpu_share = NULL;	/* it reads the shares, appends nothing */
 	store = row_store_begin(&merge_spec);
 	for (int i = 0; i < nruns; i++)
 	{
@@ -2563,7 +2562,7 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 	if (store->gpu_run != NULL)
 		service_rows_expect(store->gpu_run->gpu, store->gpu_run->rows, store->gpu_run->bytes);
 	store->stats.disk_bytes = store->disk_bytes;
-	store->stats.runs = store->nruns;
+	store->stats.runs = store->nruns - (store->gpu_run != NULL ? 1 : 0);
 	store->stats.external = true;
 	return store;
 }

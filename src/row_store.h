@@ -51,7 +51,8 @@ typedef struct RowStoreStats
 
 	/* external sort: sorted runs in temporary files, merged */
 	bool		external;
-	int			runs;			/* sorted runs written while gathering */
+	int			runs;			/* sorted runs in files written while
+								 * gathering (not the GPU's run) */
 	int			merge_passes;	/* merges before the last, when too many runs */
 	int64		disk_bytes;		/* the most bytes on disk at one time */
 	int64		gpu_run_rows;	/* of them held in a GPU's memory instead */
