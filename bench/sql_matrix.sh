@@ -84,15 +84,19 @@ for wm in $work_mems; do
     for shape in $floors $shapes; do
       modes=${MODES:-off on}
       case "$shape" in floor*) modes="off" ;; esac
+      query=${shape_sql[$shape]}
+      declare -A top=()
       for mode in $modes; do
-        query=${shape_sql[$shape]}
         plan=$(psql_q -c "$settings SET gpusort.enabled = $mode; EXPLAIN (COSTS OFF) $query")
         { echo "### work_mem=$wm workers=$w $shape gpusort=$mode"; echo "$plan"; echo; } >> "$plans"
-        top=$(echo "$plan" | top_sort)
-        for run in $(seq 1 "$repeat"); do
+        top[$mode]=$(echo "$plan" | top_sort)
+      done
+      # the modes take turns, so that a slow spell of the machine falls on both
+      for run in $(seq 1 "$repeat"); do
+        for mode in $modes; do
           result=$(psql_q -c "$settings SET gpusort.enabled = $mode; EXPLAIN (ANALYZE, TIMING OFF) $query")
           ms=$(echo "$result" | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p')
-          echo "$rows,$wm,$w,$shape,$mode,$run,$ms,${top:-none}" >> "$csv"
+          echo "$rows,$wm,$w,$shape,$mode,$run,$ms,${top[$mode]:-none}" >> "$csv"
         done
       done
     done
