@@ -127,7 +127,7 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		/* a share's rows: the merge above sorts them with the others' */
 		ExplainPropertyText("Sort Method", state->plan.role == GPUSORT_SORT_SHARE ?
 							"rows to GPU memory, sorted above" :
-							"rows in GPU memory (input exceeded work_mem)", es);
+							"rows in GPU memory", es);
 		explain_gpu_rows(stats, es);
 	}
 	else if (stats->external)

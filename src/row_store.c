@@ -20,7 +20,8 @@
  * under the approximate opt-in.
  *
  * Beyond work_mem with the GPU service (gpusort.spill_to_gpu, serial and
- * unbounded sorts): the rows go to a GPU's memory instead, the first batch
+ * unbounded sorts), or beyond GPU_RUN_EARLY_BYTES where the rows are read
+ * forward once: the rows go to a GPU's memory instead, the first batch
  * from memory, every later row straight from the scan into the service's
  * slot; the service sorts them there and they are read back from the slot
  * in order ("runs in a GPU's memory" below). What does not fit the room
@@ -78,6 +79,9 @@
 /* Rows held in a GPU's memory: room asked for, and the most read back at
  * once (within work_mem). */
 #define MIN_GPU_RUN_BYTES ((Size) 64 * 1024 * 1024)
+/* An unbounded serial sort's rows in memory that go to a GPU run even
+ * within work_mem (gpu_run_due()). */
+#define GPU_RUN_EARLY_BYTES ((Size) 64 * 1024 * 1024)
 #define MAX_GPU_READ_CHUNK ((Size) 8 * 1024 * 1024)
 
 /* A sample of a run: a record's keys, and where it starts. */
@@ -889,8 +893,9 @@ drop_run(RowStore *store, SortedRun *run)
 
 /*
  * Beyond work_mem, the rows may go to a GPU's memory instead of temporary
- * files (gpusort.spill_to_gpu): the batch that first fills work_mem is
- * appended, unsorted, to one rows job of the GPU service (service.h), and
+ * files (gpusort.spill_to_gpu): the batch that first fills work_mem (or,
+ * for an unbounded exact sort read forward once, GPU_RUN_EARLY_BYTES of
+ * it) is appended, unsorted, to one rows job of the GPU service (service.h), and
  * every later row goes straight into the job's slot; at the end the
  * service sorts them all and lays them out in order, and they are read
  * back from the slot (READ_GPU below). Rows that do not fit the room the
@@ -1384,6 +1389,52 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
 }
 
+/*
+ * Opens the GPU run and moves the rows in memory into it; later rows go
+ * there as they come. False, with the rows still in memory, when the
+ * service declines or not even this batch fits (a row wider than half the
+ * slot, too little room). Tried once per sort.
+ */
+static bool
+move_to_gpu_run(RowStore *store, bool more_rows)
+{
+	Size		total,
+				largest;
+
+	store->gpu_run_tried = true;
+	measure_records(store, &total, &largest);
+	open_gpu_run(store, total);
+	if (store->gpu_run == NULL)
+		return false;
+	if (!append_to_gpu_run(store, total, largest))
+	{
+		Assert(store->runs[store->nruns - 1] == store->gpu_run);
+		store->nruns--;
+		store->gpu_run_open = false;
+		drop_run(store, store->gpu_run);
+		return false;
+	}
+	store->stats.external = true;
+	MemoryContextDelete(store->rows_context);
+	allocate_rows(store, more_rows ? store->capacity : 1);
+	return true;
+}
+
+/*
+ * Should the rows move to a GPU run before work_mem is full? An unbounded,
+ * exact sort read forward once does better there from GPU_RUN_EARLY_BYTES
+ * on: gathering into the service's slot, one sort of all rows and reading
+ * them back in sequence cost less than keeping them in memory and reading
+ * them back in sorted order (bench/README.md, "Serial sorts: rows to the
+ * GPU early").
+ */
+static inline bool
+gpu_run_due(const RowStore *store)
+{
+	return !store->gpu_run_tried && memory_to_sort(store) >= GPU_RUN_EARLY_BYTES &&
+		!store->spec.random_access && !store->spec.approximate && gpu_run_allowed(store);
+}
+
 /* Sorts the rows in memory (exactly) and writes them as a new run; memory
  * starts over, with room for as many rows again when more are coming. */
 static void
@@ -1393,32 +1444,8 @@ spill_rows(RowStore *store, bool more_rows)
 	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
 	SortedRun  *run;
 
-	if (!store->gpu_run_tried && gpu_run_allowed(store))
-	{
-		Size		total,
-					largest;
-
-		store->gpu_run_tried = true;
-		measure_records(store, &total, &largest);
-		open_gpu_run(store, total);
-		if (store->gpu_run != NULL && append_to_gpu_run(store, total, largest))
-		{
-			/* from here on, rows go to the GPU run as they come */
-			store->stats.external = true;
-			MemoryContextDelete(store->rows_context);
-			allocate_rows(store, more_rows ? store->capacity : 1);
-			return;
-		}
-		if (store->gpu_run != NULL)
-		{
-			/* not even the first batch fits (a row wider than half the
-			 * slot, or too little room): no GPU run at all */
-			Assert(store->runs[store->nruns - 1] == store->gpu_run);
-			store->nruns--;
-			store->gpu_run_open = false;
-			drop_run(store, store->gpu_run);
-		}
-	}
+	if (!store->gpu_run_tried && gpu_run_allowed(store) && move_to_gpu_run(store, more_rows))
+		return;
 
 	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
 	run = new_run(store);
@@ -2014,6 +2041,8 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 
 	if (bounded && store->ntuples >= Max((size_t) store->spec.bound * 2, MIN_PRUNE_ROWS))
 		prune_rows(store);
+	if (gpu_run_due(store) && move_to_gpu_run(store, true))
+		return;
 	if (run_is_full(store))
 	{
 		if (bounded && store->ntuples > (size_t) store->spec.bound)

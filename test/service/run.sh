@@ -238,7 +238,7 @@ psql_q -c "CREATE TABLE rows_t AS SELECT (random() * 1e6)::int AS k, CASE WHEN g
 psql_q -c "ANALYZE rows_t" >/dev/null
 spill="SET work_mem = '256kB'; SET max_parallel_workers_per_gather = 0; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
 plan=$(psql_q -c "$spill EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
-case "$plan" in *"Sort Method: rows in GPU memory (input exceeded work_mem)"*"Rows in GPU Memory: 300000 ("*)
+case "$plan" in *"Sort Method: rows in GPU memory"*"Rows in GPU Memory: 300000 ("*)
   ok "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk";;
   *) bad "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk" "$plan";; esac
 case "$plan" in *"Disk:"*) bad "no temporary file" "$plan";; *) ok "no temporary file";; esac
@@ -288,6 +288,23 @@ case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond
 wait_ready 1
 check "the next such sort runs in the service again" \
   "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$spill" "k, id")"
+
+# an unbounded sort read forward once moves its rows to the GPU from 64 MB
+# of them on, however large work_mem is; smaller sorts stay in memory
+psql_q -c "CREATE TABLE early_t AS SELECT (random() * 1e6)::int AS k, g AS id, md5(g::text) AS pad FROM generate_series(1, 900000) g" >/dev/null
+psql_q -c "ANALYZE early_t" >/dev/null
+early="SET work_mem = '1GB'; SET max_parallel_workers_per_gather = 0; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
+plan=$(psql_q -c "$early EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM early_t ORDER BY k, id")
+case "$plan" in *"Sort Method: rows in GPU memory"*"Rows in GPU Memory: 900000 ("*)
+  ok "work_mem 1GB, 900000 rows: in the GPU's memory from 64 MB on";;
+  *) bad "work_mem 1GB, 900000 rows: in the GPU's memory from 64 MB on" "$plan";; esac
+plan=$(psql_q -c "$early EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM early_t WHERE id <= 200000 ORDER BY k, id")
+case "$plan" in *"Rows in GPU Memory"*) bad "work_mem 1GB, 200000 rows: in memory" "$plan";;
+  *"Rows Sorted: 200000"*) ok "work_mem 1GB, 200000 rows: in memory";;
+  *) bad "work_mem 1GB, 200000 rows: in memory" "$plan";; esac
+early_sql="SELECT count(*) || ' ' || md5(string_agg(r::text, ',')) FROM (SELECT * FROM early_t ORDER BY k, id) r"
+check "and PostgreSQL's rows in PostgreSQL's order" \
+  "$(psql_q -c "SET gpusort.enabled = off; $early_sql")" "$(psql_q -c "$early $early_sql")"
 
 # ---- 4c. a parallel sort's shares in one rows job ----
 echo "== a parallel GpuSort's processes put their rows in one rows job"
