@@ -215,6 +215,7 @@ struct RowStore
 	SortedRun  *gpu_run;
 	RowStoreRun gpu_part;		/* a parallel share's, once it sent its last */
 	bool		gpu_run_tried;
+	bool		gpu_run_early;	/* may go to a GPU run within work_mem */
 	bool		gpu_run_open;
 	char	   *stream_slot;
 	Size		stream_half;	/* bytes of each half */
@@ -1415,8 +1416,9 @@ move_to_gpu_run(RowStore *store, bool more_rows)
 		return false;
 	}
 	store->stats.external = true;
+	/* rows come back to memory only when the GPU's room runs out */
 	MemoryContextDelete(store->rows_context);
-	allocate_rows(store, more_rows ? store->capacity : 1);
+	allocate_rows(store, more_rows ? MIN_RUN_ROWS : 1);
 	return true;
 }
 
@@ -1426,13 +1428,20 @@ move_to_gpu_run(RowStore *store, bool more_rows)
  * on: gathering into the service's slot, one sort of all rows and reading
  * them back in sequence cost less than keeping them in memory and reading
  * them back in sorted order (bench/README.md, "Serial sorts: rows to the
- * GPU early").
+ * GPU early"). When the planner expects that much, they go from the first
+ * row; otherwise once they take that much memory.
  */
 static inline bool
 gpu_run_due(const RowStore *store)
 {
-	return !store->gpu_run_tried && memory_to_sort(store) >= GPU_RUN_EARLY_BYTES &&
-		!store->spec.random_access && !store->spec.approximate && gpu_run_allowed(store);
+	if (!store->gpu_run_early || store->gpu_run_tried)
+		return false;
+	/* the planner expects that much: from the first row, none copied */
+	if (store->ntuples == 1 &&
+		store->spec.expected_rows * record_size(store, store->tuples[0]->t_len) >=
+		(double) GPU_RUN_EARLY_BYTES)
+		return gpu_run_allowed(store);
+	return memory_to_sort(store) >= GPU_RUN_EARLY_BYTES && gpu_run_allowed(store);
 }
 
 /* Sorts the rows in memory (exactly) and writes them as a new run; memory
@@ -1969,6 +1978,7 @@ row_store_begin(const RowStoreSpec *spec)
 												  ALLOCSET_DEFAULT_SIZES);
 	RowStore   *store = MemoryContextAllocZero(context, sizeof(RowStore));
 	size_t		capacity = 1024;
+	Size		array_limit;
 
 	store->spec = *spec;
 	store->plan = spec->plan;
@@ -1977,9 +1987,15 @@ row_store_begin(const RowStoreSpec *spec)
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
 	store->stats.approximate = spec->approximate;
-	/* start near the planner's estimate, within work_mem */
+	store->gpu_run_early = spec->spill_to_gpu && spec->bound == 0 && !spec->random_access &&
+		!spec->approximate && spec->share_files == NULL && spec->gpu_share == NULL;
+	/* start near the planner's estimate, within work_mem (and the memory
+	 * after which the rows may go to a GPU run) */
+	array_limit = spec->work_mem_bytes;
+	if (store->gpu_run_early)
+		array_limit = Min(array_limit, GPU_RUN_EARLY_BYTES);
 	while (capacity < spec->expected_rows &&
-		   capacity * gpusort_row_overhead(store->nkeys) * 4 < spec->work_mem_bytes)
+		   capacity * gpusort_row_overhead(store->nkeys) * 4 < array_limit)
 		capacity *= 2;
 	allocate_rows(store, capacity);
 	gs_key_column_init(&store->approx_range, store->plan->descending[0],
