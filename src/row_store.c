@@ -970,8 +970,9 @@ start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
 	MemoryContextSwitchTo(old_context);
 }
 
-/* The rows job, asked for at the first spill: room for twice the rows the
- * planner expects, at least MIN_GPU_RUN_BYTES. Declined: files, as before. */
+/* The rows job, asked for at the first spill or early move: room for twice
+ * the rows the planner expects, at least MIN_GPU_RUN_BYTES (and work_mem,
+ * below). Declined: memory and files, as before. */
 static void
 open_gpu_run(RowStore *store, Size total)
 {
@@ -985,6 +986,11 @@ open_gpu_run(RowStore *store, Size total)
 
 	average = total / store->ntuples;
 	expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
+	/* moving early, past the planner's estimate: room for at least what
+	 * work_mem would have held in memory */
+	if (store->ntuples > store->spec.expected_rows &&
+		memory_to_sort(store) < store->spec.work_mem_bytes)
+		expected = Max(expected, (double) store->spec.work_mem_bytes);
 	capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
 	old_context = MemoryContextSwitchTo(store->context);
 	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
