@@ -170,9 +170,7 @@ open_gpu_rows(GpuSortState *state, ParallelShares *shared)
 	uint64		record = gs_row_record_bytes(state->plan.nkeys,
 											 (uint32) MAXALIGN(SizeofMinimalTupleHeader +
 															   Max(plan->plan_width, 0)));
-	double		expected = state->gpu_rows_expected * record * 2;
-	uint64		capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2),
-							   (uint64) 64 * 1024 * 1024);
+	uint64		capacity = row_store_gpu_room(state->gpu_rows_expected, record);
 	MemoryContext query_context = state->css.ss.ps.state->es_query_cxt;
 	MemoryContext old_context;
 	MemoryContextCallback *callback;

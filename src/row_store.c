@@ -928,6 +928,22 @@ measure_records(const RowStore *store, Size *total, Size *largest)
 	}
 }
 
+/* The GPU run out of the runs and closed (its memory goes back to the
+ * service); rows no longer go to it. */
+static void
+drop_gpu_run(RowStore *store)
+{
+	SortedRun  *run = store->gpu_run;
+	int			r = 0;
+
+	while (store->runs[r] != run)
+		r++;
+	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
+	store->nruns--;
+	store->gpu_run_open = false;
+	drop_run(store, run);
+}
+
 static void
 close_gpu_rows(void *arg)
 {
@@ -970,28 +986,33 @@ start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
 	MemoryContextSwitchTo(old_context);
 }
 
-/* The rows job, asked for at the first spill or early move: room for twice
- * the rows the planner expects, at least MIN_GPU_RUN_BYTES (and work_mem,
- * below). Declined: memory and files, as before. */
+uint64
+row_store_gpu_room(double rows, Size record_bytes)
+{
+	double		room = rows * record_bytes * 2;
+
+	return Max((uint64) Min(room, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
+}
+
+/* The rows job, asked for at the first spill or early move: room for the
+ * rows the planner expects (and work_mem, below). Declined: memory and
+ * files, as before. */
 static void
 open_gpu_run(RowStore *store, Size total)
 {
-	Size		average;
-	double		expected;
-	uint64		capacity;
+	Size		average = total / store->ntuples;
+	uint64		capacity = row_store_gpu_room(Max(store->spec.expected_rows,
+												  (double) store->ntuples), average);
 	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
 	MemoryContext old_context;
 	ServiceRows *rows;
 	char		why[256];
 
-	average = total / store->ntuples;
-	expected = Max(store->spec.expected_rows, (double) store->ntuples) * average * 2;
 	/* moving early, past the planner's estimate: room for at least what
 	 * work_mem would have held in memory */
 	if (store->ntuples > store->spec.expected_rows &&
 		memory_to_sort(store) < store->spec.work_mem_bytes)
-		expected = Max(expected, (double) store->spec.work_mem_bytes);
-	capacity = Max((uint64) Min(expected, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
+		capacity = Max(capacity, (uint64) store->spec.work_mem_bytes);
 	old_context = MemoryContextSwitchTo(store->context);
 	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
 							 store->plan->descending, store->plan->nulls_first, memory_limit,
@@ -1113,7 +1134,6 @@ finish_gpu_part(RowStore *store)
 {
 	SortedRun  *run = store->gpu_run;
 	RowStoreRun *part = &store->gpu_part;
-	int			r = 0;
 
 	stop_streaming(store);
 	if (!service_rows_wait(run->gpu))
@@ -1127,12 +1147,8 @@ finish_gpu_part(RowStore *store)
 	part->share = -1;
 	store->stats.gpu_run_rows = run->rows;
 	store->stats.gpu_run_bytes = run->bytes;
-	while (store->runs[r] != run)
-		r++;
-	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
-	store->nruns--;
 	service_rows_detach(run->gpu);
-	drop_run(store, run);
+	drop_gpu_run(store);
 }
 
 /* Appends the rows in memory (`total` bytes as records, the largest
@@ -1260,10 +1276,8 @@ turn_to_other_half(RowStore *store)
 static void
 release_gpu_run(RowStore *store)
 {
-	if (store->gpu_run == NULL)
-		return;
-	store->nruns = 0;
-	drop_run(store, store->gpu_run);
+	if (store->gpu_run != NULL)
+		drop_gpu_run(store);
 }
 
 /* Reads the GPU run from its start: its first piece, the next on its way. */
@@ -1415,10 +1429,7 @@ move_to_gpu_run(RowStore *store, bool more_rows)
 		return false;
 	if (!append_to_gpu_run(store, total, largest))
 	{
-		Assert(store->runs[store->nruns - 1] == store->gpu_run);
-		store->nruns--;
-		store->gpu_run_open = false;
-		drop_run(store, store->gpu_run);
+		drop_gpu_run(store);
 		return false;
 	}
 	store->stats.external = true;
@@ -2140,14 +2151,17 @@ prepare_final_merge(RowStore *store)
 	 * room, and are sorted there */
 	if (store->gpu_run != NULL)
 	{
-		Size		total,
-					largest;
-
-		measure_records(store, &total, &largest);
-		if (store->ntuples > 0 && store->gpu_run_open && append_to_gpu_run(store, total, largest))
+		if (store->ntuples > 0 && store->gpu_run_open)
 		{
-			MemoryContextDelete(store->rows_context);
-			allocate_rows(store, 1);
+			Size		record_bytes,
+						largest;
+
+			measure_records(store, &record_bytes, &largest);
+			if (append_to_gpu_run(store, record_bytes, largest))
+			{
+				MemoryContextDelete(store->rows_context);
+				allocate_rows(store, 1);
+			}
 		}
 		sort_gpu_run(store);
 	}

@@ -242,8 +242,8 @@ case "$plan" in *"Sort Method: rows in GPU memory"*"Rows in GPU Memory: 300000 (
   ok "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk";;
   *) bad "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk" "$plan";; esac
 case "$plan" in *"Disk:"*) bad "no temporary file" "$plan";; *) ok "no temporary file";; esac
-ordered() { # ordered SETTINGS ORDER: md5 of every row, in the order the sort gave
-  psql_q -c "$1 SELECT count(*) || ' ' || md5(string_agg(r::text, ',')) FROM (SELECT * FROM rows_t ORDER BY $2) r"
+ordered() { # ordered SETTINGS ORDER [TABLE]: md5 of every row, in the order the sort gave
+  psql_q -c "$1 SELECT count(*) || ' ' || md5(string_agg(r::text, ',')) FROM (SELECT * FROM ${3:-rows_t} ORDER BY $2) r"
 }
 for order in "k, id" "m DESC NULLS LAST, id" "m NULLS FIRST, k DESC, id"; do
   check "ORDER BY $order: PostgreSQL's rows in PostgreSQL's order" \
@@ -302,9 +302,8 @@ plan=$(psql_q -c "$early EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) S
 case "$plan" in *"Rows in GPU Memory"*) bad "work_mem 1GB, 200000 rows: in memory" "$plan";;
   *"Rows Sorted: 200000"*) ok "work_mem 1GB, 200000 rows: in memory";;
   *) bad "work_mem 1GB, 200000 rows: in memory" "$plan";; esac
-early_sql="SELECT count(*) || ' ' || md5(string_agg(r::text, ',')) FROM (SELECT * FROM early_t ORDER BY k, id) r"
 check "and PostgreSQL's rows in PostgreSQL's order" \
-  "$(psql_q -c "SET gpusort.enabled = off; $early_sql")" "$(psql_q -c "$early $early_sql")"
+  "$(ordered "SET gpusort.enabled = off;" "k, id" early_t)" "$(ordered "$early" "k, id" early_t)"
 
 # ---- 4c. a parallel sort's shares in one rows job ----
 echo "== a parallel GpuSort's processes put their rows in one rows job"
