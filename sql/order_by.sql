@@ -174,6 +174,34 @@ SELECT array_agg(id) AS ties_in_input_order
 FROM (SELECT id FROM (SELECT * FROM edge WHERE id BETWEEN 101 AND 130 ORDER BY id DESC) s0
       ORDER BY k LIMIT 10) s;
 
+-- keys read straight from the scan's tuples where the columns before them
+-- have fixed lengths, else deformed: columns added since some rows were
+-- written (those rows lack them), dropped columns before a key (old rows
+-- keep their values, new ones a NULL), a text column before a key,
+-- alignment padding before an int8 key
+CREATE TABLE layout (a int2, dropped_fixed int4, dropped_text text, k int4, b int8);
+INSERT INTO layout SELECT i % 7, i, md5(i::text), (i * 7919) % 1009, i::int8 * 1000003 FROM generate_series(1, 3000) i;
+ALTER TABLE layout ADD COLUMN added int4 DEFAULT 5;
+ALTER TABLE layout ADD COLUMN added_null int8;
+INSERT INTO layout SELECT i % 7, i, md5(i::text), (i * 7919) % 1009, i::int8 * 1000003, i % 13, i % 5 FROM generate_series(3001, 4000) i;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM layout ORDER BY b DESC', 'b'),
+  ('SELECT * FROM layout ORDER BY added, added_null NULLS FIRST, b', 'added, added_null, b'),
+  ('SELECT * FROM layout ORDER BY added DESC, b LIMIT 50', 'added, b')
+) v(q, k);
+ALTER TABLE layout DROP COLUMN dropped_fixed;
+INSERT INTO layout SELECT i % 7, md5(i::text), (i * 7919) % 1009, i::int8 * 1000003, i % 13, i % 5 FROM generate_series(4001, 5000) i;
+SELECT same_order('SELECT * FROM layout ORDER BY k, b', 'k, b') AS after_drop_fixed;
+ALTER TABLE layout DROP COLUMN dropped_text;
+SELECT same_order('SELECT * FROM layout ORDER BY a, k DESC, b LIMIT 300', 'a, k, b') AS after_drop_text;
+CREATE TABLE layout_clean (a int2, b int8, k int4, f float4, t text, after_text int4);
+INSERT INTO layout_clean SELECT i % 7, i::int8 * 1000003, (i * 7919) % 1009,
+  CASE WHEN i % 9 = 0 THEN 'NaN' ELSE (i % 101) / 7.0 END, md5(i::text), i % 17 FROM generate_series(1, 3000) i;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM layout_clean ORDER BY f DESC, b', 'f, b'),
+  ('SELECT * FROM layout_clean ORDER BY after_text, a, k, b', 'after_text, a, k, b')
+) v(q, k);
+
 -- prepared statements with a generic plan
 SET plan_cache_mode = force_generic_plan;
 PREPARE by_group(int) AS SELECT id, k FROM t WHERE g = $1 ORDER BY k, id;

@@ -43,6 +43,7 @@
 #include "storage/buffile.h"
 #include "utils/memutils.h"
 
+#include "key_reader.h"
 #include "row_store.h"
 #include "service.h"
 
@@ -179,6 +180,7 @@ struct RowStore
 	RowStoreSpec spec;
 	const GpuSortPlanInfo *plan;
 	int			nkeys;
+	KeyReader	key_reader;
 	MemoryContext context;		/* the store and its files' structs */
 	MemoryContext rows_context; /* the rows in memory (dropped whole) */
 	Size		memory_used;	/* what the contexts allocated */
@@ -2001,6 +2003,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->plan = spec->plan;
 	store->nkeys = spec->plan->nkeys;
 	store->context = context;
+	key_reader_init(&store->key_reader, spec->plan, spec->key_types);
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
 	store->stats.approximate = spec->approximate;
@@ -2025,19 +2028,13 @@ row_store_begin(const RowStoreSpec *spec)
 void
 row_store_put(RowStore *store, TupleTableSlot *slot)
 {
-	const GpuSortPlanInfo *plan = store->plan;
 	uint64_t	keys[GS_MAX_KEY_COLUMNS];
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 	bool		bounded = store->spec.bound > 0;
 	size_t		i;
 
 	store->stats.rows_read++;
-	for (int k = 0; k < store->nkeys; k++)
-	{
-		Datum		value = slot_getattr(slot, plan->key_attno[k], &nulls[k]);
-
-		keys[k] = nulls[k] ? 0 : store->spec.key_types[k]->encode(value);
-	}
+	key_reader_read(&store->key_reader, slot, keys, nulls);
 	/* the approximate sort's intervals span every row, kept or not */
 	if (store->spec.approximate)
 		gs_key_column_observe(&store->approx_range, nulls[0], keys[0]);

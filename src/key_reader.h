@@ -1,0 +1,86 @@
+/*
+ * key_reader.h — a GpuSort's sort keys, read from its child's rows.
+ *
+ * Most rows come from a scan as heap tuples. Where every column up to a
+ * key has a fixed length, the key lies at the same offset in every tuple
+ * with no NULLs, and is read there (as PostgreSQL's attcacheoff does)
+ * without deforming the tuple into the slot. Other rows go through
+ * slot_getattr(). Reading every row's keys is most of what a bounded sort
+ * adds to its scan: bench/README.md, "Top-N: reading the keys".
+ */
+#ifndef GPUSORT_KEY_READER_H
+#define GPUSORT_KEY_READER_H
+
+#include "gpusort.h"
+
+#include "access/htup_details.h"
+#include "executor/tuptable.h"
+
+typedef struct KeyReader
+{
+	int			nkeys;
+	AttrNumber	attno[GS_MAX_KEY_COLUMNS];
+	const GpuSortType *types[GS_MAX_KEY_COLUMNS];
+	/* the descriptor the offsets below were worked out for */
+	TupleDesc	described;
+	bool		fixed;			/* every key at a fixed offset in tuples with
+								 * no NULLs and at least last_attno columns */
+	AttrNumber	last_attno;
+	uint32		offset[GS_MAX_KEY_COLUMNS]; /* from the tuple's data */
+} KeyReader;
+
+extern void key_reader_init(KeyReader *reader, const GpuSortPlanInfo *plan,
+							const GpuSortType *const *types);
+extern void key_reader_describe(KeyReader *reader, TupleDesc desc);
+
+/* One key's value at `data` (aligned, the type's length), encoded. */
+static inline uint64_t
+key_reader_encode(const GpuSortType *type, const char *data)
+{
+	if (type->integral)
+	{
+		switch (type->typlen)
+		{
+			case 2:
+				return gs_encode_int64(*(const int16 *) data);
+			case 4:
+				return gs_encode_int64(*(const int32 *) data);
+			default:
+				return gs_encode_int64(*(const int64 *) data);
+		}
+	}
+	return gpusort_read_key(type, data);
+}
+
+/* The slot's keys, encoded (0 for NULL) and their NULL flags. */
+static inline void
+key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *nulls)
+{
+	if (unlikely(slot->tts_tupleDescriptor != reader->described))
+		key_reader_describe(reader, slot->tts_tupleDescriptor);
+	if (reader->fixed && (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot)))
+	{
+		HeapTuple	tuple = ((HeapTupleTableSlot *) slot)->tuple;
+
+		if (likely(tuple != NULL && !HeapTupleHasNulls(tuple) &&
+				   HeapTupleHeaderGetNatts(tuple->t_data) >= reader->last_attno))
+		{
+			const char *data = (const char *) tuple->t_data + tuple->t_data->t_hoff;
+
+			for (int k = 0; k < reader->nkeys; k++)
+			{
+				keys[k] = key_reader_encode(reader->types[k], data + reader->offset[k]);
+				nulls[k] = false;
+			}
+			return;
+		}
+	}
+	for (int k = 0; k < reader->nkeys; k++)
+	{
+		Datum		value = slot_getattr(slot, reader->attno[k], &nulls[k]);
+
+		keys[k] = nulls[k] ? 0 : reader->types[k]->encode(value);
+	}
+}
+
+#endif							/* GPUSORT_KEY_READER_H */
