@@ -229,6 +229,24 @@ SELECT same_order('SELECT * FROM big ORDER BY k DESC LIMIT 40000 OFFSET 10', 'k'
 SET work_mem = '1MB';
 SELECT same_order('SELECT * FROM big ORDER BY k', 'k') AS spilled;
 SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 50000', 'k') AS spilled_bounded;
+-- a bound whose rows outgrow work_mem, but not their keys: once the runs
+-- hold `bound` rows, later rows that cannot make it are not kept
+SELECT same_order('SELECT * FROM big ORDER BY k DESC LIMIT 20000', 'k') AS spilled_bound_pruned;
+SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 15000 OFFSET 5000', 'k') AS spilled_bound_offset;
+CREATE FUNCTION rows_kept(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; kept bigint; read bigint;
+BEGIN
+  PERFORM set_config('gpusort.explain_details', 'on', true);
+  PERFORM set_config('gpusort.spill_to_gpu', 'off', true);
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    IF line ~ 'Rows Sorted: ' THEN kept := substring(line from 'Rows Sorted: (\d+)')::bigint; END IF;
+    IF line ~ 'Rows Read: ' THEN read := substring(line from 'Rows Read: (\d+)')::bigint; END IF;
+  END LOOP;
+  RETURN CASE WHEN kept IS NULL OR read IS NULL THEN 'no figures'
+              WHEN kept * 2 < read THEN 'fewer than half the rows kept'
+              ELSE format('%s of %s rows kept', kept, read) END;
+END $$;
+SELECT rows_kept('SELECT * FROM big ORDER BY k DESC LIMIT 20000') AS spilled_bound_kept;
 RESET work_mem;
 -- with the costs deciding: where parallel workers could read the input, a
 -- bounded GpuSort (one core reading every row) is not offered, and

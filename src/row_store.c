@@ -202,6 +202,14 @@ struct RowStore
 	bool		have_threshold;
 	uint64_t	threshold_keys[GS_MAX_KEY_COLUMNS];
 	bool		threshold_nulls[GS_MAX_KEY_COLUMNS];
+	/* bounded, when a run holds fewer than `bound` rows: the keys of the
+	 * best rows written to runs so far (at most `bound`, in order, nkeys
+	 * to a row), whose last becomes the threshold (note_best_keys());
+	 * best_bytes of work_mem are set aside for them from the start */
+	uint64_t   *best_keys;
+	bool	   *best_nulls;
+	size_t		nbest;
+	Size		best_bytes;
 
 	/* runs on disk */
 	SortedRun **runs;
@@ -295,7 +303,8 @@ static void
 count_memory(RowStore *store)
 {
 	store->memory_used = MemoryContextMemAllocated(store->rows_context, true);
-	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used);
+	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used +
+								   (store->best_keys != NULL ? store->best_bytes : 0));
 }
 
 /*
@@ -335,11 +344,12 @@ grow_row_memory(void *memory, Size size)
 	return memory;
 }
 
-/* The memory the rows will take once sorted: sort_rows() adds their order. */
+/* The memory the rows will take once sorted: sort_rows() adds their order;
+ * and what a bounded sort keeps for note_best_keys(). */
 static inline Size
 memory_to_sort(const RowStore *store)
 {
-	return store->memory_used + store->ntuples * sizeof(uint32_t);
+	return store->memory_used + store->ntuples * sizeof(uint32_t) + store->best_bytes;
 }
 
 /* Arrays for `capacity` rows in a new rows_context (the old one, if any, is
@@ -491,6 +501,40 @@ compare_keys(const RowStore *store, const uint64_t *keys_a, const bool *nulls_a,
 	return 0;
 }
 
+/* The keys of entry i of keys_in / nulls_in, nkeys to an entry. */
+static inline void
+keys_of(const RowStore *store, size_t i, const uint64_t *keys_in, const bool *nulls_in,
+		uint64_t *keys, bool *nulls)
+{
+	memcpy(keys, keys_in + i * store->nkeys, store->nkeys * sizeof(uint64_t));
+	memcpy(nulls, nulls_in + i * store->nkeys, store->nkeys);
+}
+
+/* The keys of the i-th row in memory in sorted order (store->order). */
+static inline void
+sorted_keys_of(const RowStore *store, size_t i, uint64_t *keys, bool *nulls)
+{
+	uint32_t	row = store->order[i];
+
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		keys[k] = store->column_keys[k][row];
+		nulls[k] = store->column_nulls[k][row];
+	}
+}
+
+/* A bounded sort's rows at or beyond these keys are not kept. */
+static void
+lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls)
+{
+	if (store->have_threshold &&
+		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
+		return;
+	memcpy(store->threshold_keys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(store->threshold_nulls, nulls, store->nkeys);
+	store->have_threshold = true;
+}
+
 /* ---- sorting the rows in memory ---- */
 
 /* Sorts the rows in memory; store->order gets their order. */
@@ -585,15 +629,17 @@ prune_rows(RowStore *store)
 								  store->column_keys[k][i]);
 		}
 	}
-	/* a threshold from an earlier prune or run can only get better */
 	if (keep == (size_t) store->spec.bound)
 	{
+		uint64_t	keys[GS_MAX_KEY_COLUMNS];
+		bool		nulls[GS_MAX_KEY_COLUMNS];
+
 		for (int k = 0; k < store->nkeys; k++)
 		{
-			store->threshold_keys[k] = store->column_keys[k][keep - 1];
-			store->threshold_nulls[k] = store->column_nulls[k][keep - 1];
+			keys[k] = store->column_keys[k][keep - 1];
+			nulls[k] = store->column_nulls[k][keep - 1];
 		}
-		store->have_threshold = true;
+		lower_threshold(store, keys, nulls);
 	}
 	MemoryContextDelete(old_context);
 	store->ntuples = keep;
@@ -1354,6 +1400,85 @@ read_run(SortedRun *run, char *into, size_t length)
 }
 
 /*
+ * A bounded sort whose `bound` rows do not fit in work_mem writes runs of
+ * fewer rows than that, none of which alone gives a threshold. The keys of
+ * the best `bound` rows written so far do, once there are that many: the
+ * first `nout` rows in memory, just written in order, merge into them.
+ * False where they would take more than a quarter of work_mem
+ * (row_store_begin() set none aside): every row then goes to the runs.
+ */
+static bool
+note_best_keys(RowStore *store, size_t nout)
+{
+	size_t		bound = (size_t) store->spec.bound;
+	size_t		from_best,
+				from_run,
+				total;
+	uint64_t	run_keys[GS_MAX_KEY_COLUMNS],
+				best_keys[GS_MAX_KEY_COLUMNS];
+	bool		run_nulls[GS_MAX_KEY_COLUMNS],
+				best_nulls[GS_MAX_KEY_COLUMNS];
+
+	if (store->best_keys == NULL)
+	{
+		if (nout >= bound || store->best_bytes == 0)
+			return false;
+		store->best_keys = MemoryContextAllocHuge(store->context,
+												  bound * store->nkeys * sizeof(uint64_t));
+		store->best_nulls = MemoryContextAllocHuge(store->context, bound * store->nkeys);
+	}
+
+	/*
+	 * Merge from the back, in place: first drop the largest of both lists
+	 * until `bound` are left, then place the rest from the last slot down
+	 * (a slot is written only after the entry in it was read).
+	 */
+	from_best = store->nbest;
+	from_run = Min(nout, bound);
+	total = from_best + from_run;
+	while (total > bound)
+	{
+		if (from_best == 0)
+			from_run--;
+		else if (from_run == 0)
+			from_best--;
+		else
+		{
+			keys_of(store, from_best - 1, store->best_keys, store->best_nulls, best_keys, best_nulls);
+			sorted_keys_of(store, from_run - 1, run_keys, run_nulls);
+			if (compare_keys(store, best_keys, best_nulls, run_keys, run_nulls) > 0)
+				from_best--;
+			else
+				from_run--;
+		}
+		total--;
+	}
+	store->nbest = total;
+	while (from_run > 0)
+	{
+		size_t		into = from_best + from_run - 1;
+
+		sorted_keys_of(store, from_run - 1, run_keys, run_nulls);
+		if (from_best > 0)
+		{
+			keys_of(store, from_best - 1, store->best_keys, store->best_nulls, best_keys, best_nulls);
+			if (compare_keys(store, best_keys, best_nulls, run_keys, run_nulls) > 0)
+			{
+				memcpy(store->best_keys + into * store->nkeys, best_keys, store->nkeys * sizeof(uint64_t));
+				memcpy(store->best_nulls + into * store->nkeys, best_nulls, store->nkeys);
+				from_best--;
+				continue;
+			}
+		}
+		memcpy(store->best_keys + into * store->nkeys, run_keys, store->nkeys * sizeof(uint64_t));
+		memcpy(store->best_nulls + into * store->nkeys, run_nulls, store->nkeys);
+		from_run--;
+	}
+	count_memory(store);
+	return true;
+}
+
+/*
  * Writes the sorted rows in memory (store->order, the first `nout`) to
  * `run` in order. With a bound, the bound-th row is a threshold too.
  */
@@ -1391,22 +1516,17 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 		if (i + PREFETCH_DISTANCE < nout)
 			prefetch_tuple(store->tuples[store->order[i + PREFETCH_DISTANCE]]);
 
-		for (int k = 0; k < store->nkeys; k++)
-		{
-			keys[k] = store->column_keys[k][row];
-			nulls[k] = store->column_nulls[k][row];
-		}
+		sorted_keys_of(store, i, keys, nulls);
 		write_record(store, run, keys, nulls, store->tuples[row]);
 	}
 	finish_run(store, run);
-	if (limit > 0 && nout == limit &&
-		(!store->have_threshold ||
-		 compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0))
+	if (limit > 0 && nout > 0 && note_best_keys(store, nout))
 	{
-		memcpy(store->threshold_keys, keys, sizeof(keys));
-		memcpy(store->threshold_nulls, nulls, sizeof(nulls));
-		store->have_threshold = true;
+		keys_of(store, store->nbest - 1, store->best_keys, store->best_nulls, keys, nulls);
+		nout = store->nbest;
 	}
+	if (limit > 0 && nout == limit)
+		lower_threshold(store, keys, nulls);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
@@ -1998,6 +2118,7 @@ row_store_begin(const RowStoreSpec *spec)
 	RowStore   *store = MemoryContextAllocZero(context, sizeof(RowStore));
 	size_t		capacity = 1024;
 	Size		array_limit;
+	double		expected_rows;
 
 	store->spec = *spec;
 	store->plan = spec->plan;
@@ -2009,17 +2130,24 @@ row_store_begin(const RowStoreSpec *spec)
 	store->stats.approximate = spec->approximate;
 	store->gpu_run_early = spec->spill_to_gpu && spec->bound == 0 && !spec->random_access &&
 		!spec->approximate && spec->share_files == NULL && spec->gpu_share == NULL;
-	/* start near the planner's estimate, within work_mem (and the memory
-	 * after which the rows may go to a GPU run) */
+	/* start near the planner's estimate (or what a bounded sort keeps
+	 * before it prunes), within work_mem (and the memory after which the
+	 * rows may go to a GPU run) */
 	array_limit = spec->work_mem_bytes;
 	if (store->gpu_run_early)
 		array_limit = Min(array_limit, GPU_RUN_EARLY_BYTES);
-	while (capacity < spec->expected_rows &&
+	expected_rows = spec->expected_rows;
+	if (spec->bound > 0)
+		expected_rows = Min(expected_rows, Max(2 * (double) spec->bound, MIN_PRUNE_ROWS));
+	while (capacity < expected_rows &&
 		   capacity * gpusort_row_overhead(store->nkeys) * 4 < array_limit)
 		capacity *= 2;
 	allocate_rows(store, capacity);
 	gs_key_column_init(&store->approx_range, store->plan->descending[0],
 					   store->plan->nulls_first[0]);
+	if (spec->bound > 0 &&
+		(double) spec->bound * store->nkeys * (sizeof(uint64_t) + 1) <= spec->work_mem_bytes / 4)
+		store->best_bytes = spec->bound * store->nkeys * (sizeof(uint64_t) + 1);
 	if (spec->gpu_share != NULL)
 		attach_gpu_run(store);
 	return store;
@@ -2185,6 +2313,15 @@ row_store_sort(RowStore *store)
 
 	if (store->mode == READ_PARTITIONS)
 		return;					/* row_store_read_partitions() set it up */
+	/* no more runs to write: the best rows' keys have done their job */
+	if (store->best_keys != NULL)
+	{
+		pfree(store->best_keys);
+		pfree(store->best_nulls);
+		store->best_keys = NULL;
+		store->best_nulls = NULL;
+	}
+	store->best_bytes = 0;
 
 	if (store->nruns == 0)
 	{
