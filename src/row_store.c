@@ -2153,27 +2153,50 @@ row_store_begin(const RowStoreSpec *spec)
 	return store;
 }
 
+/* Does a row with these keys come before the bounded sort's threshold? */
+static inline bool
+before_threshold(const RowStore *store, const uint64_t *keys, const bool *nulls)
+{
+	/* the usual case, decided by the first key */
+	if (!nulls[0] && !store->threshold_nulls[0] && keys[0] != store->threshold_keys[0])
+		return (keys[0] < store->threshold_keys[0]) != store->plan->descending[0];
+	return compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0;
+}
+
+static void keep_row(RowStore *store, const uint64_t *keys, const bool *nulls,
+					 TupleTableSlot *slot);
+
+/*
+ * Every row of the input comes here; under a bound most go no further
+ * than their keys, so this part stays small (keep_row() has the rest).
+ */
 void
 row_store_put(RowStore *store, TupleTableSlot *slot)
 {
 	uint64_t	keys[GS_MAX_KEY_COLUMNS];
 	bool		nulls[GS_MAX_KEY_COLUMNS];
-	bool		bounded = store->spec.bound > 0;
-	size_t		i;
 
 	store->stats.rows_read++;
 	key_reader_read(&store->key_reader, slot, keys, nulls);
 	/* the approximate sort's intervals span every row, kept or not */
 	if (store->spec.approximate)
 		gs_key_column_observe(&store->approx_range, nulls[0], keys[0]);
-	if (store->have_threshold &&
-		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
+	if (store->have_threshold && !before_threshold(store, keys, nulls))
 		return;
+	if (store->gpu_run_open && stream_row(store, keys, nulls, slot))
+		return;
+	keep_row(store, keys, nulls, slot);
+}
+
+static pg_noinline void
+keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
+{
+	bool		bounded = store->spec.bound > 0;
+	size_t		i;
+
 	if (store->gpu_run_open)
 	{
-		if (stream_row(store, keys, nulls, slot))
-			return;
-		/* no room left: memory and files */
+		/* stream_row() found no room left: memory and files */
 		if (store->spec.gpu_share != NULL)
 			finish_gpu_part(store);
 		else
