@@ -592,21 +592,32 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 /*
  * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
  * last kept row's keys so that no later row at or beyond it is copied. The
- * survivors move to a fresh context; the old one goes whole.
+ * survivors move to a fresh context, in the order they came: reading the
+ * old rows in sequence costs less than in sorted order, and the next sort
+ * (stable, as every sort here) orders them again. The old context goes
+ * whole.
  */
 static void
 prune_rows(RowStore *store)
 {
 	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
+	size_t		old_count = store->ntuples;
 	MemoryContext old_context;
 	MinimalTuple *old_tuples;
 	uint64_t   *old_keys[GS_MAX_KEY_COLUMNS];
 	bool	   *old_nulls[GS_MAX_KEY_COLUMNS];
-	uint32_t   *order;
+	uint64_t	last_keys[GS_MAX_KEY_COLUMNS];
+	bool		last_nulls[GS_MAX_KEY_COLUMNS];
+	bool	   *kept;
+	size_t		n = 0;
 
 	/* the candidates are chosen exactly, whatever the final order */
 	sort_rows(store, keep, GS_ALGO_AUTO);
-	order = store->order;
+	kept = MemoryContextAllocZero(store->rows_context, Max(old_count, 1));
+	for (size_t i = 0; i < keep; i++)
+		kept[store->order[i]] = true;
+	if (keep > 0)
+		sorted_keys_of(store, keep - 1, last_keys, last_nulls);
 	old_context = store->rows_context;
 	old_tuples = store->tuples;
 	for (int k = 0; k < store->nkeys; k++)
@@ -616,31 +627,25 @@ prune_rows(RowStore *store)
 	}
 
 	allocate_rows(store, store->capacity);
-	for (size_t i = 0; i < keep; i++)
+	for (size_t row = 0; row < old_count; row++)
 	{
-		MinimalTuple tuple = old_tuples[order[i]];
+		MinimalTuple tuple;
 
-		store->tuples[i] = arena_copy(store, (char *) tuple, tuple->t_len);
+		if (!kept[row])
+			continue;
+		tuple = old_tuples[row];
+		store->tuples[n] = arena_copy(store, (char *) tuple, tuple->t_len);
 		for (int k = 0; k < store->nkeys; k++)
 		{
-			store->column_keys[k][i] = old_keys[k][order[i]];
-			store->column_nulls[k][i] = old_nulls[k][order[i]];
-			gs_key_column_observe(&store->columns[k], store->column_nulls[k][i],
-								  store->column_keys[k][i]);
+			store->column_keys[k][n] = old_keys[k][row];
+			store->column_nulls[k][n] = old_nulls[k][row];
+			gs_key_column_observe(&store->columns[k], old_nulls[k][row], old_keys[k][row]);
 		}
+		n++;
 	}
+	Assert(n == keep);
 	if (keep == (size_t) store->spec.bound)
-	{
-		uint64_t	keys[GS_MAX_KEY_COLUMNS];
-		bool		nulls[GS_MAX_KEY_COLUMNS];
-
-		for (int k = 0; k < store->nkeys; k++)
-		{
-			keys[k] = store->column_keys[k][keep - 1];
-			nulls[k] = store->column_nulls[k][keep - 1];
-		}
-		lower_threshold(store, keys, nulls);
-	}
+		lower_threshold(store, last_keys, last_nulls);
 	MemoryContextDelete(old_context);
 	store->ntuples = keep;
 	count_memory(store);
