@@ -16,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <mutex>
+#include <vector>
+
 namespace gs_gpu {
 
 /* ------------------------------------------------------------------------
@@ -570,15 +573,68 @@ gpu_last_error(void)
 	return last_message();
 }
 
+/*
+ * Page-locked host memory. Pinning and unpinning cost about as much as the
+ * copies they speed up (a sort of 10M rows' keys spent most of its time in
+ * cudaHostAlloc and cudaFreeHost), so blocks given back are kept for the
+ * next request, up to HOST_CACHE_BLOCKS of them and HOST_CACHE_BYTES in
+ * all; the GPU service's process asks for the same sizes sort after sort.
+ */
+#define HOST_CACHE_BLOCKS 4
+#define HOST_CACHE_BYTES ((size_t) 512 << 20)
+
+struct HostBlock
+{
+	void	   *pointer;
+	size_t		bytes;
+};
+
+static std::mutex host_lock;
+static HostBlock host_cache[HOST_CACHE_BLOCKS];	/* free, kept pinned */
+static std::vector<HostBlock> host_lent;	/* given out */
+
+/* The smallest kept block of at least `bytes` (and not more than four
+ * times that, so that a large block is not tied up by a small request),
+ * taken out of the cache; nullptr if none. Under host_lock. */
+static void *
+take_cached(size_t bytes, size_t *block_bytes)
+{
+	int			best = -1;
+
+	for (int i = 0; i < HOST_CACHE_BLOCKS; i++)
+		if (host_cache[i].pointer != nullptr && host_cache[i].bytes >= bytes &&
+			host_cache[i].bytes / 4 <= bytes &&
+			(best < 0 || host_cache[i].bytes < host_cache[best].bytes))
+			best = i;
+	if (best < 0)
+		return nullptr;
+	void	   *pointer = host_cache[best].pointer;
+
+	*block_bytes = host_cache[best].bytes;
+	host_cache[best].pointer = nullptr;
+	return pointer;
+}
+
 static gpu_status
 host_alloc(size_t bytes, void **pointer)
 {
 	char		need[32];
 	cudaError_t error;
+	size_t		block_bytes = bytes > 0 ? bytes : 1;
 
 	*pointer = nullptr;
 	GS_TRY(ensure_device());
-	error = cudaHostAlloc(pointer, bytes > 0 ? bytes : 1, cudaHostAllocDefault);
+	{
+		std::lock_guard<std::mutex> guard(host_lock);
+
+		*pointer = take_cached(block_bytes, &block_bytes);
+		if (*pointer != nullptr)
+		{
+			host_lent.push_back({*pointer, block_bytes});
+			return GPU_OK;
+		}
+	}
+	error = cudaHostAlloc(pointer, block_bytes, cudaHostAllocDefault);
 	if (error != cudaSuccess)
 	{
 		cudaGetLastError();
@@ -591,6 +647,8 @@ host_alloc(size_t bytes, void **pointer)
 		}
 		return cuda_failure(error, "cudaHostAlloc");
 	}
+	std::lock_guard<std::mutex> guard(host_lock);
+	host_lent.push_back({*pointer, block_bytes});
 	return GPU_OK;
 }
 
@@ -601,11 +659,78 @@ gpu_host_alloc(size_t bytes, void **pointer)
 	return guard_entry("gpu_host_alloc", [&] { return host_alloc(bytes, pointer); });
 }
 
+/* Keeps the block if the cache has room for it (making room by unpinning
+ * smaller kept blocks), else unpins it. */
+static void
+host_free(void *pointer)
+{
+	HostBlock	block = {pointer, 0};
+	void	   *unpin[HOST_CACHE_BLOCKS + 1];
+	int			nunpin = 0;
+
+	{
+		std::lock_guard<std::mutex> guard(host_lock);
+		size_t		kept = 0;
+		int			empty = -1;
+
+		for (size_t i = 0; i < host_lent.size(); i++)
+			if (host_lent[i].pointer == pointer)
+			{
+				block = host_lent[i];
+				host_lent[i] = host_lent.back();
+				host_lent.pop_back();
+				break;
+			}
+		for (int i = 0; i < HOST_CACHE_BLOCKS; i++)
+			if (host_cache[i].pointer != nullptr)
+				kept += host_cache[i].bytes;
+		/* smaller kept blocks go first while the new one does not fit */
+		while (block.bytes > 0 && block.bytes <= HOST_CACHE_BYTES)
+		{
+			int			smallest = -1;
+
+			empty = -1;
+			for (int i = 0; i < HOST_CACHE_BLOCKS; i++)
+			{
+				if (host_cache[i].pointer == nullptr)
+					empty = i;
+				else if (smallest < 0 || host_cache[i].bytes < host_cache[smallest].bytes)
+					smallest = i;
+			}
+			if (empty >= 0 && kept + block.bytes <= HOST_CACHE_BYTES)
+				break;
+			if (smallest < 0 || host_cache[smallest].bytes >= block.bytes)
+			{
+				empty = -1;		/* the kept ones are larger: they stay */
+				break;
+			}
+			unpin[nunpin++] = host_cache[smallest].pointer;
+			kept -= host_cache[smallest].bytes;
+			host_cache[smallest].pointer = nullptr;
+		}
+		if (block.bytes > 0 && block.bytes <= HOST_CACHE_BYTES && empty >= 0)
+			host_cache[empty] = block;
+		else
+			unpin[nunpin++] = pointer;
+	}
+	for (int i = 0; i < nunpin; i++)
+		if (cudaFreeHost(unpin[i]) != cudaSuccess)
+			cudaGetLastError();
+}
+
 extern "C" void
 gpu_host_free(void *pointer)
 {
-	if (pointer != nullptr && cudaFreeHost(pointer) != cudaSuccess)
-		cudaGetLastError();
+	if (pointer == nullptr)
+		return;
+	try
+	{
+		host_free(pointer);
+	}
+	catch (...)
+	{
+		/* nothing is thrown past an extern "C" entry */
+	}
 }
 
 static gpu_status

@@ -762,6 +762,35 @@ test_gpu_rows(void)
 	free(expected);
 }
 
+/* Page-locked blocks given back are lent again for requests of about their
+ * size, and stay usable. */
+static void
+test_host_cache(void)
+{
+	void	   *first = NULL,
+			   *second = NULL,
+			   *again = NULL,
+			   *small = NULL;
+	size_t		bytes = 8 << 20;
+
+	CHECK(gpu_host_alloc(bytes, &first) == GPU_OK && gpu_host_alloc(bytes, &second) == GPU_OK &&
+		  first != second, "two pinned blocks: %s", gpu_last_error());
+	if (first == NULL || second == NULL)
+		return;
+	memset(first, 1, bytes);
+	memset(second, 2, bytes);
+	gpu_host_free(first);
+	CHECK(gpu_host_alloc(bytes - 4096, &again) == GPU_OK && again == first,
+		  "a block given back is lent again");
+	gpu_host_free(second);
+	CHECK(gpu_host_alloc(1024, &small) == GPU_OK && small != second,
+		  "a small request does not take a large kept block");
+	memset(again, 3, bytes - 4096);
+	CHECK(((unsigned char *) again)[bytes - 4097] == 3, "a lent block is writable to its end");
+	gpu_host_free(again);
+	gpu_host_free(small);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -784,7 +813,10 @@ main(int argc, char **argv)
 	test_interruption();
 	test_devices_and_errors();
 	if (gpu_too && info.usable)
+	{
 		test_gpu_rows();
+		test_host_cache();
+	}
 
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
