@@ -146,7 +146,7 @@ extern gpu_status gpu_minmax(const uint64_t *keys, size_t n,
  * A spilled sort's rows in device memory (the GPU service's rows jobs):
  * unlike the sorts above, the buffer outlives the call that made it and is
  * the caller's to destroy. Bytes are appended at the end; permute lays the
- * n records (record r: bytes [offsets[r], offsets[r] + lengths[r])) out
+ * n records (record r: lengths[r] bytes, right after record r - 1) out
  * again in `order` (order[i]: the record that goes i-th), the ordered bytes
  * replacing the input; read copies any range back.
  */
@@ -154,8 +154,7 @@ typedef struct gpu_rows gpu_rows;
 extern gpu_status gpu_rows_create(size_t capacity_bytes, gpu_rows **rows);
 extern gpu_status gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes);
 extern gpu_status gpu_rows_permute(gpu_rows *rows, const uint32_t *order,
-								   const uint64_t *offsets, const uint32_t *lengths,
-								   size_t n, gpu_timing *timing);
+								   const uint32_t *lengths, size_t n, gpu_timing *timing);
 extern gpu_status gpu_rows_read(gpu_rows *rows, size_t offset, void *host, size_t bytes);
 extern void gpu_rows_destroy(gpu_rows *rows);
 

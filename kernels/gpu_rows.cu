@@ -45,6 +45,16 @@ gather_records(const char *__restrict__ input, char *__restrict__ output,
 	}
 }
 
+/* wide[i] = lengths[i], to be summed into offsets. */
+__global__ void
+widen_lengths(const uint32_t *__restrict__ lengths, uint64_t *__restrict__ wide, size_t n)
+{
+	const size_t stride = (size_t) gridDim.x * blockDim.x;
+
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		wide[i] = lengths[i];
+}
+
 /* from[i] = offsets[order[i]]; to[i + 1] = lengths[order[i]] (summed
  * after); to[0] = 0. */
 __global__ void
@@ -129,8 +139,8 @@ gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes)
 }
 
 extern "C" gpu_status
-gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint64_t *offsets,
-				 const uint32_t *lengths, size_t n, gpu_timing *timing)
+gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint32_t *lengths, size_t n,
+				 gpu_timing *timing)
 {
 	return guard_entry("gpu_rows_permute", [&]() -> gpu_status {
 		uint32_t   *device_order = nullptr;
@@ -149,11 +159,19 @@ gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint64_t *offsets,
 			status = cuda_failure(cudaEventCreate(&marks[i]), "cudaEventCreate");
 		if (status == GPU_OK && n > 0)
 		{
+			size_t		offsets_scan_bytes = 0;
+
 			blocks = device_properties().multiProcessorCount * 8;
 			status = cuda_failure(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes,
 																 (uint64_t *) nullptr,
 																 (uint64_t *) nullptr, (int) n),
 								  "cub::DeviceScan (size)");
+			if (status == GPU_OK)
+				status = cuda_failure(cub::DeviceScan::ExclusiveSum(nullptr, offsets_scan_bytes,
+																	 (uint64_t *) nullptr,
+																	 (uint64_t *) nullptr, (int) n),
+									  "cub::DeviceScan (size)");
+			scan_bytes = scan_bytes > offsets_scan_bytes ? scan_bytes : offsets_scan_bytes;
 		}
 		if (status == GPU_OK)
 			status = cuda_failure(cudaMalloc(&device_order, (n + 1) * sizeof(uint32_t)), "cudaMalloc (order)");
@@ -180,12 +198,19 @@ gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint64_t *offsets,
 			status = cuda_failure(cudaMemcpyAsync(device_lengths, lengths, n * sizeof(uint32_t),
 												  cudaMemcpyHostToDevice, rows->stream),
 								  "cudaMemcpyAsync (lengths)");
-		if (status == GPU_OK && n > 0)
-			status = cuda_failure(cudaMemcpyAsync(device_offsets, offsets, n * sizeof(uint64_t),
-												  cudaMemcpyHostToDevice, rows->stream),
-								  "cudaMemcpyAsync (offsets)");
 		if (status == GPU_OK)
 			status = cuda_failure(cudaEventRecord(marks[1], rows->stream), "cudaEventRecord");
+		/* the records lie one after another in the order they came: their
+		 * offsets are the sums of the lengths before them (in 64 bits) */
+		if (status == GPU_OK && n > 0)
+		{
+			widen_lengths<<<blocks, 256, 0, rows->stream>>>(device_lengths, device_offsets, n);
+			status = cuda_failure(cudaGetLastError(), "widen_lengths");
+		}
+		if (status == GPU_OK && n > 0)
+			status = cuda_failure(cub::DeviceScan::ExclusiveSum(scan_temp, scan_bytes, device_offsets,
+																 device_offsets, (int) n, rows->stream),
+								  "cub::DeviceScan (offsets)");
 		if (status == GPU_OK && n > 0)
 		{
 			/* from[i], and (from to[1] on) the lengths in order; to[0] = 0 */

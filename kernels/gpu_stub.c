@@ -106,12 +106,11 @@ gpu_rows_append(gpu_rows *rows, const void *host, size_t bytes)
 }
 
 gpu_status
-gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint64_t *offsets,
-				 const uint32_t *lengths, size_t n, gpu_timing *timing)
+gpu_rows_permute(gpu_rows *rows, const uint32_t *order, const uint32_t *lengths, size_t n,
+				 gpu_timing *timing)
 {
 	(void) rows;
 	(void) order;
-	(void) offsets;
 	(void) lengths;
 	(void) n;
 	(void) timing;

@@ -923,7 +923,10 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	gs_sort_report report;
 	gs_status	sorted;
 	gpu_status	status = GPU_OK;
-	uint32_t   *order = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint32_t));
+	/* page-locked where it can be: permute uploads it */
+	bool		order_pinned = false;
+	uint32_t   *order = gs_host_buffer_alloc(rows->n * sizeof(uint32_t),
+											 rows->host == NULL, &order_pinned);
 
 	if (order == NULL)
 	{
@@ -933,7 +936,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	if (gs_key_layout_build(&layout, rows->columns, (int) rows->submit.nkeys) != GS_OK)
 	{
 		snprintf(done->message, sizeof(done->message), "cannot lay out the sort keys");
-		free(order);
+		gs_host_buffer_free(order, order_pinned);
 		return GPU_INVALID;
 	}
 	gs_sort_request_init(&settings);
@@ -953,7 +956,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	{
 		snprintf(done->message, sizeof(done->message), "%s",
 				 report.gpu_message[0] ? report.gpu_message : "the sort of the rows' keys failed");
-		free(order);
+		gs_host_buffer_free(order, order_pinned);
 		return gpu_status_of(sorted);
 	}
 	done->timing.upload_ms = (float) report.upload_ms;
@@ -966,7 +969,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		if (ordered == NULL)
 		{
 			snprintf(done->message, sizeof(done->message), "the service is out of host memory");
-			free(order);
+			gs_host_buffer_free(order, order_pinned);
 			return GPU_OUT_OF_MEMORY;
 		}
 		for (uint64_t i = 0; i < rows->n; i++)
@@ -982,14 +985,13 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		gpu_timing	permute;
 
 		memset(&permute, 0, sizeof(permute));
-		status = gpu_rows_permute(rows->device, order, rows->offsets, rows->lengths, rows->n,
-								  &permute);
+		status = gpu_rows_permute(rows->device, order, rows->lengths, rows->n, &permute);
 		if (status != GPU_OK)
 			snprintf(done->message, sizeof(done->message), "%s", gpu_last_error());
 		done->timing.upload_ms += permute.upload_ms;
 		done->timing.sort_ms += permute.sort_ms;
 	}
-	free(order);
+	gs_host_buffer_free(order, order_pinned);
 	if (status == GPU_OK)
 	{
 		rows->sorted = true;
