@@ -840,7 +840,7 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 				char *message, size_t message_size)
 {
 	const uint32_t nkeys = rows->submit.nkeys;
-	const uint64_t header = sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1);
+	const uint64_t header = gs_row_header_bytes(nkeys);
 	uint64_t	position = 0;
 	uint64_t	first = rows->n;
 
@@ -873,7 +873,8 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 		if (tuple_length < GS_MIN_TUPLE_BYTES ||
 			length - position < gs_row_record_bytes(nkeys, tuple_length))
 			break;
-		memcpy(&trailer, record + header + tuple_length, sizeof(trailer));
+		memcpy(&trailer, record + gs_row_record_bytes(nkeys, tuple_length) - sizeof(trailer),
+			   sizeof(trailer));
 		if (trailer != tuple_length)
 			break;
 		for (uint32_t k = 0; k < nkeys; k++)

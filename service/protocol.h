@@ -40,7 +40,11 @@
  * PUT or GET before it reads the last one's ACK, filling or reading
  * another part of the slot meanwhile. A record is laid out as row_store.c
  * writes its runs: uint32 tuple length, the encoded keys (uint64 each),
- * the NULL flags (a byte each), the tuple, uint32 tuple length again.
+ * the NULL flags (a byte each), zero bytes up to a multiple of 8, the
+ * tuple, zero bytes, and uint32 tuple length again as the record's last
+ * bytes, which make a multiple of 8 (gs_row_record_bytes()). Records that
+ * follow each other from an aligned address therefore keep every tuple
+ * MAXALIGNed, and readers use tuples where they lie.
  *
  * A shared rows job gathers the rows of a parallel sort: the client that
  * opens it (SUBMIT with `shared`) gets a `token` in its ADMITTED, and other
@@ -73,8 +77,9 @@
  * device fault (service/worker.c). */
 #define GPUD_EXIT_DEVICE_FAULT 3
 
-/* Bumped whenever a message changes; both sides refuse another version. */
-#define GS_SERVICE_PROTOCOL 3
+/* Bumped whenever a message or a record changes; both sides refuse
+ * another version. */
+#define GS_SERVICE_PROTOCOL 4
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -199,12 +204,20 @@ gs_job_area_bytes(uint64_t n, uint32_t key_bytes, int with_index)
  * header (PostgreSQL's MinimalTupleData up to its data). */
 #define GS_MIN_TUPLE_BYTES 16
 
+/* Bytes of a rows job's record before its tuple: the tuple's length, the
+ * keys and NULL flags, padded (see GS_JOB_ROWS above). */
+static inline uint64_t
+gs_row_header_bytes(uint32_t nkeys)
+{
+	return gs_align8(sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1));
+}
+
 /* Bytes of a rows job's record with `nkeys` keys around a tuple of
- * `tuple_length` bytes (see GS_JOB_ROWS above). */
+ * `tuple_length` bytes; the trailing length is its last four. */
 static inline uint64_t
 gs_row_record_bytes(uint32_t nkeys, uint32_t tuple_length)
 {
-	return 2 * sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1) + tuple_length;
+	return gs_row_header_bytes(nkeys) + gs_align8((uint64_t) tuple_length + sizeof(uint32_t));
 }
 
 /* Where the row index starts in the area. */

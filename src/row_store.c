@@ -677,27 +677,56 @@ read_bytes(BufFile *file, void *data, size_t length, bool eof_allowed)
 	return false;				/* not reached */
 }
 
-static Size
+/*
+ * A record, in a run's file, in a GPU run and in the slot between them
+ * (service/protocol.h, GS_JOB_ROWS): the tuple's length, its keys and NULL
+ * flags, padding, the tuple at a multiple of 8 bytes, padding, and the
+ * length again as its last four bytes; its size is a multiple of 8. So
+ * from an aligned start every tuple is MAXALIGNed where it lies.
+ */
+static inline Size
 record_size(const RowStore *store, uint32 tuple_length)
 {
-	return 2 * sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1) + tuple_length;
+	return gs_row_record_bytes(store->nkeys, tuple_length);
 }
 
-/* The length, keys and NULL flags that start a record, laid out in `header`;
- * returns their size. */
+static inline Size
+record_header_size(const RowStore *store)
+{
+	return gs_row_header_bytes(store->nkeys);
+}
+
+/* The length, keys and NULL flags that start a record, laid out in `header`
+ * with its padding; returns their size. */
 static Size
 pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
 			const bool *nulls)
 {
+	Size		size = record_header_size(store);
+	Size		used = sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
+
 	memcpy(header, &length, sizeof(length));
 	memcpy(header + sizeof(length), keys, store->nkeys * sizeof(uint64_t));
 	memcpy(header + sizeof(length) + store->nkeys * sizeof(uint64_t), nulls, store->nkeys);
-	return sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
+	memset(header + used, 0, size - used);
+	return size;
 }
 
-/* A whole record (header, tuple, trailing length) laid out at `into`; the
- * tuple's own t_len is set on the way (its bytes may come from a heap
- * tuple). Returns its size. */
+/* What follows a record's tuple: padding, and the length last, laid out in
+ * `tail`; returns its size (4 to 11 bytes). */
+static Size
+pack_tail(const RowStore *store, char *tail, uint32 length)
+{
+	Size		size = record_size(store, length) - record_header_size(store) - length;
+
+	memset(tail, 0, size - sizeof(length));
+	memcpy(tail + size - sizeof(length), &length, sizeof(length));
+	return size;
+}
+
+/* A whole record (header, tuple, tail) laid out at `into`; the tuple's own
+ * t_len is set on the way (its bytes may come from a heap tuple). Returns
+ * its size. */
 static Size
 pack_record(const RowStore *store, char *into, const uint64_t *keys, const bool *nulls,
 			const char *tuple, uint32 length)
@@ -706,8 +735,7 @@ pack_record(const RowStore *store, char *into, const uint64_t *keys, const bool 
 
 	memcpy(record, tuple, length);
 	memcpy(record, &length, sizeof(length));
-	memcpy(record + length, &length, sizeof(length));
-	return record + length + sizeof(length) - into;
+	return record + length + pack_tail(store, record + length, length) - into;
 }
 
 /* Writes the buffered records to the file of the run they belong to. */
@@ -776,11 +804,12 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 	if (size > RUN_WRITE_BUFFER)
 	{
 		/* a wide row goes straight to the file */
-		char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+		char		header[MAXALIGN(sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1))];
+		char		tail[2 * sizeof(uint64_t)];
 
 		write_bytes(run->file, header, pack_header(store, header, length, keys, nulls));
 		write_bytes(run->file, tuple, length);
-		write_bytes(run->file, &length, sizeof(length));
+		write_bytes(run->file, tail, pack_tail(store, tail, length));
 	}
 	else
 		store->write_buffered += pack_record(store, store->write_buffer + store->write_buffered,
@@ -797,8 +826,9 @@ static bool
 read_record(RowStore *store, BufFile *file, uint64_t *keys, bool *nulls,
 			char **buffer, Size *buffer_size, uint32 *tuple_length)
 {
-	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
-	Size		header_size = sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1);
+	char		header[MAXALIGN(sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1))];
+	Size		header_size = record_header_size(store);
+	Size		rest;
 	uint32		length;
 	uint32		trailer;
 
@@ -807,18 +837,19 @@ read_record(RowStore *store, BufFile *file, uint64_t *keys, bool *nulls,
 	memcpy(&length, header, sizeof(length));
 	memcpy(keys, header + sizeof(length), store->nkeys * sizeof(uint64_t));
 	memcpy(nulls, header + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
-	/* the tuple and the trailing length in one read */
-	if (*buffer_size < MAXALIGN(length) + sizeof(uint32))
+	/* the tuple and the tail in one read */
+	rest = record_size(store, length) - header_size;
+	if (*buffer_size < rest)
 	{
-		Size		size = Max(MAXALIGN(length) + sizeof(uint32), 256);
+		Size		size = Max(rest, 256);
 
 		if (*buffer != NULL)
 			pfree(*buffer);
 		*buffer = MemoryContextAllocHuge(store->context, size);
 		*buffer_size = size;
 	}
-	read_bytes(file, *buffer, length + sizeof(uint32), false);
-	memcpy(&trailer, *buffer + length, sizeof(trailer));
+	read_bytes(file, *buffer, rest, false);
+	memcpy(&trailer, *buffer + rest - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
 	*tuple_length = length;
@@ -1353,7 +1384,7 @@ start_gpu_read(RowStore *store)
 static bool
 next_gpu_row(RowStore *store, MinimalTuple *tuple)
 {
-	Size		header_size = sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1);
+	Size		header_size = record_header_size(store);
 	uint32		length = 0;
 	char	   *data;
 	uint32		trailer;
@@ -1383,10 +1414,10 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 		turn_to_other_half(store);
 	}
 	data = store->read_next + header_size;
-	memcpy(&trailer, data + length, sizeof(trailer));
+	store->read_next += record_size(store, length);
+	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
-	store->read_next += record_size(store, length);
 	*tuple = aligned_tuple(store, data, length, &store->buffer, &store->buffer_size);
 	return true;
 }
@@ -1672,7 +1703,8 @@ fill_chunk(RowStore *store, MergeInput *input, Size need, bool end_allowed)
 static bool
 read_chunk_record(RowStore *store, MergeInput *input)
 {
-	Size		header_size = sizeof(uint32) + store->nkeys * (sizeof(uint64_t) + 1);
+	Size		header_size = record_header_size(store);
+	Size		size;
 	uint32		length;
 	uint32		trailer;
 	char	   *record;
@@ -1684,8 +1716,9 @@ read_chunk_record(RowStore *store, MergeInput *input)
 		return false;
 	record = input->chunk + input->chunk_pos;
 	memcpy(&length, record, sizeof(length));
-	if (input->chunk_used - input->chunk_pos < header_size + length + sizeof(uint32))
-		fill_chunk(store, input, header_size + length + sizeof(uint32), false);
+	size = record_size(store, length);
+	if (input->chunk_used - input->chunk_pos < size)
+		fill_chunk(store, input, size, false);
 	record = input->chunk + input->chunk_pos;
 	memcpy(input->keys, record + sizeof(length), store->nkeys * sizeof(uint64_t));
 	memcpy(input->nulls, record + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
@@ -1693,7 +1726,7 @@ read_chunk_record(RowStore *store, MergeInput *input)
 		compare_keys(store, input->keys, input->nulls, input->stop->keys, input->stop->nulls) >= 0)
 		return false;			/* the next partition's */
 	tuple = record + header_size;
-	memcpy(&trailer, tuple + length, sizeof(trailer));
+	memcpy(&trailer, record + size - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
 	{
@@ -1703,7 +1736,7 @@ read_chunk_record(RowStore *store, MergeInput *input)
 		if (input->buffer_size != had)
 			count_merge_memory(store);
 	}
-	input->chunk_pos += header_size + length + sizeof(uint32);
+	input->chunk_pos += size;
 	return true;
 }
 
