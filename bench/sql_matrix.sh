@@ -8,9 +8,10 @@
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
 # installed and preloaded (the GPU service). Builds t (int4 key k, int4 g, int8 b, id, a 32-character md5
 # payload), then for every cell (work_mem x max_parallel_workers_per_gather)
-# times the floor and every shape with gpusort.enabled off and on, REPEAT
-# times each (fresh session per run, EXPLAIN (ANALYZE, TIMING OFF), OFFSET
-# past the end so rows do not travel to the client). Writes
+# times every shape with gpusort.enabled off and on, each pair after a run
+# of the shape's floor, REPEAT times (fresh session per run, EXPLAIN
+# (ANALYZE, TIMING OFF), OFFSET past the end so rows do not travel to the
+# client). Writes
 # OUTDIR/matrix.csv (one row per run), OUTDIR/matrix_plans.txt (each
 # cell's plans) and prints per cell the medians, the ratio, and how much of
 # PostgreSQL's sorting cost (time above the floor) gpusort leaves. The join
@@ -71,6 +72,12 @@ SQL
 fi
 psql_q -c "SELECT count(*) FROM t" >/dev/null   # warm the cache
 
+# milliseconds of one run of a query, in a fresh session
+timed_run() {
+  psql_q -c "$1 EXPLAIN (ANALYZE, TIMING OFF) $2" |
+    sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p'
+}
+
 # the sort node at the top of a plan, in words
 top_sort() {
   grep -oE "Custom Scan \(GpuSort\)|Gather Merge|Incremental Sort|Sort|Limit" | grep -v Limit | head -n 1 | tr ' ' '_'
@@ -79,11 +86,10 @@ top_sort() {
 for wm in $work_mems; do
   for w in $workers_list; do
     settings="SET work_mem = '$wm'; SET max_parallel_workers_per_gather = $w; LOAD 'gpusort';"
-    floors=floor
-    case " $shapes " in *" join_order_by_k "*) floors="floor floor_join" ;; esac
-    for shape in $floors $shapes; do
+    for shape in $shapes; do
       modes=${MODES:-off on}
-      case "$shape" in floor*) modes="off" ;; esac
+      floor_shape=floor
+      case "$shape" in join*) floor_shape=floor_join ;; esac
       query=${shape_sql[$shape]}
       declare -A top=()
       for mode in $modes; do
@@ -91,11 +97,14 @@ for wm in $work_mems; do
         { echo "### work_mem=$wm workers=$w $shape gpusort=$mode"; echo "$plan"; echo; } >> "$plans"
         top[$mode]=$(echo "$plan" | top_sort)
       done
-      # the modes take turns, so that a slow spell of the machine falls on both
+      # the floor and the modes take turns, so that a slow spell of the
+      # machine falls on all of them (the floor's median is over every
+      # shape's turns in the cell)
       for run in $(seq 1 "$repeat"); do
+        ms=$(timed_run "$settings SET gpusort.enabled = off;" "${shape_sql[$floor_shape]}")
+        echo "$rows,$wm,$w,$floor_shape,off,$run,$ms,none" >> "$csv"
         for mode in $modes; do
-          result=$(psql_q -c "$settings SET gpusort.enabled = $mode; EXPLAIN (ANALYZE, TIMING OFF) $query")
-          ms=$(echo "$result" | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p')
+          ms=$(timed_run "$settings SET gpusort.enabled = $mode;" "$query")
           echo "$rows,$wm,$w,$shape,$mode,$run,$ms,${top[$mode]:-none}" >> "$csv"
         done
       done
