@@ -202,6 +202,19 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT * FROM layout_clean ORDER BY after_text, a, k, b', 'after_text, a, k, b')
 ) v(q, k);
 
+-- rows a projection makes (virtual slots) are formed straight where they
+-- go: NULLs in every column, text, numeric, a value stored out of line; in
+-- memory and in runs on disk
+CREATE TABLE formed (id int, a int2, t text, n numeric, big text);
+INSERT INTO formed SELECT i, CASE WHEN i % 3 = 0 THEN NULL ELSE i % 100 END,
+  CASE WHEN i % 5 = 0 THEN NULL ELSE md5(i::text) END, CASE WHEN i % 7 = 0 THEN NULL ELSE i * 1.5 END,
+  CASE WHEN i % 500 = 0 THEN repeat(md5(i::text), 400) END
+FROM generate_series(1, 3000) i;
+SELECT same_order('SELECT id, id % 97 AS key, a, t || ''x'' AS t2, n + 1 AS n1, big FROM formed ORDER BY key, id', 'key, id') AS formed_in_memory;
+SET work_mem = '64kB';
+SELECT same_order('SELECT id, id % 97 AS key, a, t || ''x'' AS t2, n + 1 AS n1, big FROM formed ORDER BY key DESC, id', 'key, id') AS formed_in_runs;
+RESET work_mem;
+
 -- prepared statements with a generic plan
 SET plan_cache_mode = force_generic_plan;
 PREPARE by_group(int) AS SELECT id, k FROM t WHERE g = $1 ORDER BY k, id;
