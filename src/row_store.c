@@ -139,8 +139,6 @@ typedef struct MergeInput
 	Size		chunk_size;
 	Size		chunk_used;		/* bytes read into the chunk */
 	Size		chunk_pos;		/* where the next record starts */
-	char	   *buffer;			/* a copy of a tuple not MAXALIGNed in the chunk */
-	Size		buffer_size;
 } MergeInput;
 
 /*
@@ -856,26 +854,6 @@ read_record(RowStore *store, BufFile *file, uint64_t *keys, bool *nulls,
 	return true;
 }
 
-/* A record's tuple where it lies when MAXALIGNed there, else copied into
- * *buffer (grown as needed, in the store's context). */
-static MinimalTuple
-aligned_tuple(RowStore *store, char *data, uint32 length, char **buffer, Size *buffer_size)
-{
-	if ((uintptr_t) data % MAXIMUM_ALIGNOF == 0)
-		return (MinimalTuple) data;
-	if (*buffer_size < length)
-	{
-		Size		size = Max(MAXALIGN(length), 256);
-
-		if (*buffer != NULL)
-			pfree(*buffer);
-		*buffer = MemoryContextAllocHuge(store->context, size);
-		*buffer_size = size;
-	}
-	memcpy(*buffer, data, length);
-	return (MinimalTuple) *buffer;
-}
-
 /* Seeks to a byte offset of a file of any size (BufFile's segments are
  * whole blocks, so the block seek crosses segments and the rest does not). */
 static void
@@ -1418,7 +1396,9 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
-	*tuple = aligned_tuple(store, data, length, &store->buffer, &store->buffer_size);
+	/* records are multiples of 8 bytes from an aligned start */
+	Assert((uintptr_t) data % MAXIMUM_ALIGNOF == 0);
+	*tuple = (MinimalTuple) data;
 	return true;
 }
 
@@ -1558,11 +1538,15 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 	finish_run(store, run);
 	if (limit > 0 && nout > 0 && note_best_keys(store, nout))
 	{
-		keys_of(store, store->nbest - 1, store->best_keys, store->best_nulls, keys, nulls);
-		nout = store->nbest;
+		/* the bound-th best row written so far */
+		if (store->nbest == limit)
+		{
+			keys_of(store, limit - 1, store->best_keys, store->best_nulls, keys, nulls);
+			lower_threshold(store, keys, nulls);
+		}
 	}
-	if (limit > 0 && nout == limit)
-		lower_threshold(store, keys, nulls);
+	else if (limit > 0 && nout == limit)
+		lower_threshold(store, keys, nulls);	/* this run's last row */
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
@@ -1699,7 +1683,7 @@ fill_chunk(RowStore *store, MergeInput *input, Size need, bool end_allowed)
 }
 
 /* A run input's next record, parsed in its chunk; false at the run's end.
- * The tuple is used where it lies when MAXALIGNed there, else copied. */
+ * The tuple is used where it lies in the chunk. */
 static bool
 read_chunk_record(RowStore *store, MergeInput *input)
 {
@@ -1729,13 +1713,9 @@ read_chunk_record(RowStore *store, MergeInput *input)
 	memcpy(&trailer, record + size - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
-	{
-		Size		had = input->buffer_size;
-
-		input->tuple = aligned_tuple(store, tuple, length, &input->buffer, &input->buffer_size);
-		if (input->buffer_size != had)
-			count_merge_memory(store);
-	}
+	/* the chunk is palloc'd and records are multiples of 8 bytes */
+	Assert((uintptr_t) tuple % MAXIMUM_ALIGNOF == 0);
+	input->tuple = (MinimalTuple) tuple;
 	input->chunk_pos += size;
 	return true;
 }
@@ -1943,7 +1923,7 @@ count_merge_memory(RowStore *store)
 
 	for (int i = 0; i < store->ninputs; i++)
 		if (store->inputs[i].run != NULL)
-			bytes += BLCKSZ + store->inputs[i].chunk_size + store->inputs[i].buffer_size;
+			bytes += BLCKSZ + store->inputs[i].chunk_size;
 	store->stats.peak_memory = Max(store->stats.peak_memory, bytes);
 }
 
@@ -2036,8 +2016,6 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 			{
 				if (store->inputs[i].chunk != NULL)
 					pfree(store->inputs[i].chunk);
-				if (store->inputs[i].buffer != NULL)
-					pfree(store->inputs[i].buffer);
 			}
 			pfree(store->inputs);
 			pfree(store->tree);
