@@ -695,8 +695,7 @@ typedef struct RowsJob
 	uint64_t	used;			/* bytes held */
 	uint64_t	n;				/* records held */
 	uint64_t	allocated;		/* records the arrays below have room for */
-	uint64_t   *offsets;		/* where each record starts */
-	uint32_t   *lengths;		/* its bytes */
+	uint32_t   *lengths;		/* each record's bytes, one after another */
 	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
 	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];
@@ -719,8 +718,6 @@ rows_job_free_memory(RowsJob *rows)
 	rows->device = NULL;
 	free(rows->host);
 	rows->host = NULL;
-	free(rows->offsets);
-	rows->offsets = NULL;
 	free(rows->lengths);
 	rows->lengths = NULL;
 	for (int k = 0; k < GS_MAX_KEY_COLUMNS; k++)
@@ -818,8 +815,7 @@ rows_job_grow(RowsJob *rows, uint64_t records)
 	while (size < records)
 		size = size < 65536 ? 65536 : size * 2;
 	size = size < rows->submit.n ? size : rows->submit.n;
-	if (!grow_array((void **) &rows->offsets, size * sizeof(uint64_t)) ||
-		!grow_array((void **) &rows->lengths, size * sizeof(uint32_t)))
+	if (!grow_array((void **) &rows->lengths, size * sizeof(uint32_t)))
 		return false;
 	for (uint32_t k = 0; k < rows->submit.nkeys; k++)
 		if (!grow_array((void **) &rows->column_keys[k], size * sizeof(uint64_t)) ||
@@ -887,7 +883,6 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 			rows->column_nulls[k][row] = is_null;
 			gs_key_column_observe(&rows->columns[k], is_null, key);
 		}
-		rows->offsets[row] = rows->used + position;
 		rows->lengths[row] = (uint32_t) gs_row_record_bytes(nkeys, tuple_length);
 		position += rows->lengths[row];
 		rows->n++;
@@ -964,20 +959,32 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	done->timing.sort_ms = (float) (report.sort_ms + report.download_ms);
 	if (rows->host != NULL)
 	{
+		/* (emulated) the records' offsets are the sums of the lengths
+		 * before them, as gpu_rows_permute() finds them */
 		char	   *ordered = malloc(rows->used > 0 ? rows->used : 1);
+		uint64_t   *offsets = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint64_t));
 		uint64_t	position = 0;
 
-		if (ordered == NULL)
+		if (ordered == NULL || offsets == NULL)
 		{
 			snprintf(done->message, sizeof(done->message), "the service is out of host memory");
+			free(ordered);
+			free(offsets);
 			gs_host_buffer_free(order, order_pinned);
 			return GPU_OUT_OF_MEMORY;
 		}
 		for (uint64_t i = 0; i < rows->n; i++)
 		{
-			memcpy(ordered + position, rows->host + rows->offsets[order[i]], rows->lengths[order[i]]);
+			offsets[i] = position;
+			position += rows->lengths[i];
+		}
+		position = 0;
+		for (uint64_t i = 0; i < rows->n; i++)
+		{
+			memcpy(ordered + position, rows->host + offsets[order[i]], rows->lengths[order[i]]);
 			position += rows->lengths[order[i]];
 		}
+		free(offsets);
 		free(rows->host);
 		rows->host = ordered;
 	}
