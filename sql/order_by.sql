@@ -251,6 +251,7 @@ DECLARE line text; kept bigint; read bigint;
 BEGIN
   PERFORM set_config('gpusort.explain_details', 'on', true);
   PERFORM set_config('gpusort.spill_to_gpu', 'off', true);
+  PERFORM set_config('max_parallel_workers_per_gather', '0', true);  -- one bounded GpuSort
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
     IF line ~ 'Rows Sorted: ' THEN kept := substring(line from 'Rows Sorted: (\d+)')::bigint; END IF;
     IF line ~ 'Rows Read: ' THEN read := substring(line from 'Rows Read: (\d+)')::bigint; END IF;
