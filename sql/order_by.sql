@@ -239,9 +239,17 @@ FROM generate_series(1, 200000) i;
 ANALYZE big;
 SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 1000', 'k') AS bounded;
 SELECT same_order('SELECT * FROM big ORDER BY k DESC LIMIT 40000 OFFSET 10', 'k') AS bounded_large;
+-- prunes move the rows they keep up in the memory they lie in, in order;
+-- a few rows wider than its blocks (formed by the scan's projection, with
+-- keys that keep them) are passed over, moved, and followed by narrow ones
+SELECT same_order($$SELECT id, CASE WHEN id % 49999 = 0 THEN k % 1000000 ELSE k END AS k,
+  CASE WHEN id % 49999 = 0 THEN repeat(pad, 10000) ELSE pad END AS wide
+  FROM big ORDER BY 2 LIMIT 3000$$, 'k') AS pruned_wide_rows;
 SET work_mem = '1MB';
 SELECT same_order('SELECT * FROM big ORDER BY k', 'k') AS spilled;
 SELECT same_order('SELECT * FROM big ORDER BY k LIMIT 50000', 'k') AS spilled_bounded;
+SELECT same_order($$SELECT id, k, CASE WHEN id % 293 = 0 THEN repeat(pad, 3000) ELSE pad END AS wide
+  FROM big ORDER BY k LIMIT 300$$, 'k') AS pruned_wide_rows_small_memory;
 -- a bound whose rows outgrow work_mem, but not their keys: once the runs
 -- hold `bound` rows, later rows that cannot make it are not kept
 SELECT same_order('SELECT * FROM big ORDER BY k DESC LIMIT 20000', 'k') AS spilled_bound_pruned;

@@ -7,8 +7,9 @@
  * read back in that order, forward or backward.
  *
  * Bounded (LIMIT): only the best `bound` rows are kept. The buffer is
- * pruned by sorting whenever it fills, and rows that cannot beat the
- * bound-th row kept are not copied at all.
+ * pruned by sorting whenever it holds twice the bound (at least
+ * MIN_PRUNE_ROWS), the rows kept closing up in place, and rows that cannot
+ * beat the bound-th row kept are not copied at all.
  *
  * Beyond work_mem: the rows in memory are sorted by the engine and written,
  * in order and with their encoded keys, as a sorted run to a temporary file;
@@ -47,8 +48,9 @@
 #include "row_store.h"
 #include "service.h"
 
-/* Smallest buffer of rows a bounded sort prunes. */
-#define MIN_PRUNE_ROWS 65536
+/* Smallest buffer of rows a bounded sort prunes: small, so that a small
+ * bound has its threshold early (bench/README.md, "Top-N"). */
+#define MIN_PRUNE_ROWS 1024
 /* How many rows ahead reading from memory prefetches tuples. */
 #define PREFETCH_DISTANCE 16
 /* Transparent huge pages: the size of one (x86-64, arm64 with 4 kB pages). */
@@ -183,9 +185,14 @@ struct RowStore
 	MemoryContext rows_context; /* the rows in memory (dropped whole) */
 	Size		memory_used;	/* what the contexts allocated */
 
-	/* the rows in memory */
+	/* the rows in memory: tuples in arena chunks, in input order */
 	char	   *arena_next;
 	Size		arena_left;
+	char	  **arena_chunks;	/* in the order they are filled */
+	Size	   *arena_sizes;
+	int			arena_nchunks;
+	int			arena_max_chunks;
+	int			arena_current;	/* the chunk arena_next lies in, or -1 */
 	MinimalTuple *tuples;
 	size_t		ntuples;
 	size_t		capacity;
@@ -367,6 +374,11 @@ allocate_rows(RowStore *store, size_t capacity)
 	store->ntuples = 0;
 	store->arena_next = NULL;
 	store->arena_left = 0;
+	store->arena_chunks = NULL;
+	store->arena_sizes = NULL;
+	store->arena_nchunks = 0;
+	store->arena_max_chunks = 0;
+	store->arena_current = -1;
 	store->order = NULL;
 	store->sorted = NULL;
 	for (int k = 0; k < store->nkeys; k++)
@@ -410,6 +422,57 @@ grow_rows(RowStore *store)
 	return true;
 }
 
+/* Moves the arena on to its next chunk of at least `size` bytes: one left
+ * from before a prune (tuples stay in input order: a chunk too small is
+ * passed over), or a new one. */
+static void
+next_arena_chunk(RowStore *store, Size size)
+{
+	Size		limit = store->spec.work_mem_bytes;
+	Size		used;
+	Size		chunk;
+
+	while (store->arena_current + 1 < store->arena_nchunks)
+	{
+		int			next = ++store->arena_current;
+
+		if (store->arena_sizes[next] >= size)
+		{
+			store->arena_next = store->arena_chunks[next];
+			store->arena_left = store->arena_sizes[next];
+			return;
+		}
+	}
+
+	/* near work_mem, no more than is left of it */
+	used = memory_to_sort(store);
+	chunk = Min(limit / 16, ARENA_CHUNK_MAX);
+	chunk = Min(chunk, limit > used ? limit - used : 0);
+	chunk = Max(Max(chunk, ARENA_CHUNK_MIN), size);
+	if (store->arena_nchunks == store->arena_max_chunks)
+	{
+		int			more = Max(store->arena_max_chunks * 2, 16);
+
+		if (store->arena_chunks == NULL)
+		{
+			store->arena_chunks = MemoryContextAlloc(store->rows_context, more * sizeof(char *));
+			store->arena_sizes = MemoryContextAlloc(store->rows_context, more * sizeof(Size));
+		}
+		else
+		{
+			store->arena_chunks = repalloc(store->arena_chunks, more * sizeof(char *));
+			store->arena_sizes = repalloc(store->arena_sizes, more * sizeof(Size));
+		}
+		store->arena_max_chunks = more;
+	}
+	store->arena_current = store->arena_nchunks++;
+	store->arena_chunks[store->arena_current] = allocate_row_memory(store, chunk);
+	store->arena_sizes[store->arena_current] = chunk;
+	store->arena_next = store->arena_chunks[store->arena_current];
+	store->arena_left = chunk;
+	count_memory(store);
+}
+
 /* A copy of a minimal tuple in the arena. */
 static MinimalTuple
 arena_copy(RowStore *store, const char *data, uint32 length)
@@ -418,18 +481,7 @@ arena_copy(RowStore *store, const char *data, uint32 length)
 	MinimalTuple copy;
 
 	if (aligned > store->arena_left)
-	{
-		Size		limit = store->spec.work_mem_bytes;
-		Size		used = memory_to_sort(store);
-		Size		chunk = Min(limit / 16, ARENA_CHUNK_MAX);
-
-		/* near work_mem, no more than is left of it */
-		chunk = Min(chunk, limit > used ? limit - used : 0);
-		chunk = Max(Max(chunk, ARENA_CHUNK_MIN), aligned);
-		store->arena_next = allocate_row_memory(store, chunk);
-		store->arena_left = chunk;
-		count_memory(store);
-	}
+		next_arena_chunk(store, aligned);
 	copy = (MinimalTuple) store->arena_next;
 	memcpy(copy, data, length);
 	store->arena_next += aligned;
@@ -588,64 +640,105 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 }
 
 /*
+ * Moves the tuples of rows[0..n) to the front of the arena, in order: the
+ * rows are in input order, and so is the arena, so no tuple moves to a
+ * place after its own and none is overwritten before it has moved.
+ * Returns the arena's chunks after the last tuple to next_arena_chunk(),
+ * or, while the rows take more than half of work_mem, frees them.
+ */
+static void
+close_up_arena(RowStore *store, size_t n)
+{
+	int			chunk = 0;
+	Size		used = 0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		MinimalTuple tuple = store->tuples[i];
+		Size		aligned = MAXALIGN(tuple->t_len);
+		char	   *place;
+
+		while (store->arena_sizes[chunk] - used < aligned)
+		{
+			chunk++;
+			used = 0;
+		}
+		place = store->arena_chunks[chunk] + used;
+		Assert((char *) tuple >= place || (char *) tuple < store->arena_chunks[chunk] ||
+			   (char *) tuple >= store->arena_chunks[chunk] + store->arena_sizes[chunk]);
+		if (place != (char *) tuple)
+			memmove(place, tuple, tuple->t_len);
+		store->tuples[i] = (MinimalTuple) place;
+		used += aligned;
+	}
+	if (store->arena_nchunks == 0)
+		return;
+	store->arena_current = chunk;
+	store->arena_next = store->arena_chunks[chunk] + used;
+	store->arena_left = store->arena_sizes[chunk] - used;
+	if (memory_to_sort(store) > store->spec.work_mem_bytes / 2)
+	{
+		for (int c = chunk + 1; c < store->arena_nchunks; c++)
+			pfree(store->arena_chunks[c]);
+		store->arena_nchunks = chunk + 1;
+	}
+}
+
+/*
  * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
  * last kept row's keys so that no later row at or beyond it is copied. The
- * survivors move to a fresh context, in the order they came: reading the
- * old rows in sequence costs less than in sorted order, and the next sort
- * (stable, as every sort here) orders them again. The old context goes
- * whole.
+ * survivors keep the order they came in (the next sort, stable as every
+ * sort here, orders them again), in the same arrays and arena: moving them
+ * there costs less than copying them to new memory, which the kernel
+ * would have to clear first.
  */
 static void
 prune_rows(RowStore *store)
 {
 	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
 	size_t		old_count = store->ntuples;
-	MemoryContext old_context;
-	MinimalTuple *old_tuples;
-	uint64_t   *old_keys[GS_MAX_KEY_COLUMNS];
-	bool	   *old_nulls[GS_MAX_KEY_COLUMNS];
 	uint64_t	last_keys[GS_MAX_KEY_COLUMNS];
 	bool		last_nulls[GS_MAX_KEY_COLUMNS];
 	bool	   *kept;
 	size_t		n = 0;
 
+	Assert(keep < old_count);
 	/* the candidates are chosen exactly, whatever the final order */
 	sort_rows(store, keep, GS_ALGO_AUTO);
-	kept = MemoryContextAllocZero(store->rows_context, Max(old_count, 1));
+	kept = MemoryContextAllocZero(store->rows_context, old_count);
 	for (size_t i = 0; i < keep; i++)
 		kept[store->order[i]] = true;
 	if (keep > 0)
 		sorted_keys_of(store, keep - 1, last_keys, last_nulls);
-	old_context = store->rows_context;
-	old_tuples = store->tuples;
-	for (int k = 0; k < store->nkeys; k++)
-	{
-		old_keys[k] = store->column_keys[k];
-		old_nulls[k] = store->column_nulls[k];
-	}
+	pfree(store->order);
+	store->order = NULL;
 
-	allocate_rows(store, store->capacity);
+	/* without a branch per row (about half are kept, at random); row n <=
+	 * row, so the arrays close up from the front */
 	for (size_t row = 0; row < old_count; row++)
 	{
-		MinimalTuple tuple;
-
-		if (!kept[row])
-			continue;
-		tuple = old_tuples[row];
-		store->tuples[n] = arena_copy(store, (char *) tuple, tuple->t_len);
+		store->tuples[n] = store->tuples[row];
 		for (int k = 0; k < store->nkeys; k++)
 		{
-			store->column_keys[k][n] = old_keys[k][row];
-			store->column_nulls[k][n] = old_nulls[k][row];
-			gs_key_column_observe(&store->columns[k], old_nulls[k][row], old_keys[k][row]);
+			store->column_keys[k][n] = store->column_keys[k][row];
+			store->column_nulls[k][n] = store->column_nulls[k][row];
 		}
-		n++;
+		n += kept[row];
 	}
 	Assert(n == keep);
+	pfree(kept);
+	store->ntuples = keep;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		gs_key_column_init(&store->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+		for (size_t i = 0; i < keep; i++)
+			gs_key_column_observe(&store->columns[k], store->column_nulls[k][i],
+								  store->column_keys[k][i]);
+	}
+	close_up_arena(store, keep);
 	if (keep == (size_t) store->spec.bound)
 		lower_threshold(store, last_keys, last_nulls);
-	MemoryContextDelete(old_context);
-	store->ntuples = keep;
 	count_memory(store);
 	store->stats.pruned++;
 }
