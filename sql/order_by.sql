@@ -214,6 +214,35 @@ SELECT same_order('SELECT id, id % 97 AS key, a, t || ''x'' AS t2, n + 1 AS n1, 
 SET work_mem = '64kB';
 SELECT same_order('SELECT id, id % 97 AS key, a, t || ''x'' AS t2, n + 1 AS n1, big FROM formed ORDER BY key DESC, id', 'key, id') AS formed_in_runs;
 RESET work_mem;
+-- every kind of value a formed tuple holds: by value and by reference,
+-- fixed and variable length, 1- and 4-byte varlena headers (computed ones
+-- short enough take a 1-byte one, as PostgreSQL forms them), plain
+-- storage, compressed and out of line (TOAST pointers), a cstring, NULLs
+-- past the bitmap's first byte
+CREATE TABLE formed_kinds AS SELECT i AS id,
+  CASE WHEN i % 3 = 0 THEN NULL ELSE i % 2 = 0 END AS b,
+  CASE WHEN i % 4 = 0 THEN NULL ELSE (i % 30000)::int2 END AS i2,
+  i::int8 * 1000000007 AS i8, CASE WHEN i % 5 = 0 THEN NULL ELSE i / 7.0::float8 END AS f8,
+  md5(i::text)::uuid AS u, make_interval(days => i % 40, secs => i) AS iv, point(i, -i) AS p,
+  ('name ' || i)::name AS nm, CASE WHEN i % 6 = 0 THEN NULL ELSE ('1 2 ' || i)::oidvector END AS ov,
+  (i % 10)::text::char(3) AS ch, CASE WHEN i % 7 = 0 THEN NULL ELSE i * 1.25 END AS n,
+  ARRAY[i, i + 1, NULL] AS arr, jsonb_build_object('i', i) AS j, date '2020-01-01' + i % 1000 AS d,
+  CASE WHEN i % 9 = 0 THEN NULL ELSE md5(i::text) END AS small,
+  CASE WHEN i % 300 = 0 THEN repeat(md5(i::text), 300) END AS compressed,
+  CASE WHEN i % 250 = 0 THEN (SELECT string_agg(md5((i * 1000 + g)::text), '') FROM generate_series(1, 80) g) END AS external
+FROM generate_series(1, 3000) i;
+SELECT same_order($$SELECT key, id, b, i2, i8, f8, u, iv, p, nm, ov, ch, n, arr, j, d, small,
+  short_computed, long_computed, compressed, external, late_null, cs::text AS cs
+  FROM (SELECT id % 101 AS key, id, b, i2, i8, f8, u, iv, p, nm, ov, ch, n, arr, j, d, small,
+    small || 'x' AS short_computed, repeat(small, 5) AS long_computed, compressed, external,
+    CASE WHEN id % 11 = 0 THEN NULL ELSE id END AS late_null, (id || ' c')::cstring AS cs
+    FROM formed_kinds ORDER BY key, id OFFSET 0) sorted$$, 'key, id') AS formed_kinds;
+SET work_mem = '64kB';
+SELECT same_order($$SELECT id % 101 AS key, id, b, i2, i8, f8, u, iv, p, nm, ov, ch, n, arr, j, d, small,
+  small || 'x' AS short_computed, repeat(small, 5) AS long_computed, compressed, external,
+  CASE WHEN id % 11 = 0 THEN NULL ELSE id END AS late_null
+  FROM formed_kinds ORDER BY key DESC, id LIMIT 2000$$, 'key, id') AS formed_kinds_in_runs;
+RESET work_mem;
 
 -- prepared statements with a generic plan
 SET plan_cache_mode = force_generic_plan;

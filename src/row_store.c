@@ -47,6 +47,7 @@
 #include "key_reader.h"
 #include "row_store.h"
 #include "service.h"
+#include "tuple_former.h"
 
 /* Smallest buffer of rows a bounded sort prunes: small, so that a small
  * bound has its threshold early (bench/README.md, "Top-N"). */
@@ -181,6 +182,7 @@ struct RowStore
 	const GpuSortPlanInfo *plan;
 	int			nkeys;
 	KeyReader	key_reader;
+	TupleFormer former;			/* virtual slots' rows as tuples */
 	MemoryContext context;		/* the store and its files' structs */
 	MemoryContext rows_context; /* the rows in memory (dropped whole) */
 	Size		memory_used;	/* what the contexts allocated */
@@ -491,13 +493,16 @@ arena_copy(RowStore *store, const char *data, uint32 length)
 
 /*
  * The slot's row as the bytes of a minimal tuple, without a copy where it
- * is a heap tuple (the usual case: a scan). Those bytes do not carry the
- * minimal tuple's length: whoever copies them sets t_len. *should_free:
- * the caller pfrees the bytes after.
+ * is a heap tuple (the usual case: a scan), formed in the store's buffer
+ * where it is a virtual slot's values (a join's). Those bytes do not carry
+ * the minimal tuple's length: whoever copies them sets t_len. They last
+ * until the next row; *should_free: the caller pfrees them after.
  */
 static char *
-slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
+slot_tuple_bytes(RowStore *store, TupleTableSlot *slot, uint32 *length, bool *should_free)
 {
+	MinimalTuple tuple;
+
 	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
 	{
 		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
@@ -506,13 +511,12 @@ slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
 		*length = heap->t_len - MINIMAL_TUPLE_OFFSET;
 		return (char *) heap->t_data + MINIMAL_TUPLE_OFFSET;
 	}
+	if (TTS_IS_VIRTUAL(slot) && (tuple = tuple_former_form(&store->former, slot)) != NULL)
+		*should_free = false;
 	else
-	{
-		MinimalTuple tuple = ExecFetchSlotMinimalTuple(slot, should_free);
-
-		*length = tuple->t_len;
-		return (char *) tuple;
-	}
+		tuple = ExecFetchSlotMinimalTuple(slot, should_free);
+	*length = tuple->t_len;
+	return (char *) tuple;
 }
 
 /* Copies the slot's row into the arena as a minimal tuple. */
@@ -521,7 +525,7 @@ copy_row(RowStore *store, TupleTableSlot *slot)
 {
 	bool		should_free;
 	uint32		length;
-	char	   *bytes = slot_tuple_bytes(slot, &length, &should_free);
+	char	   *bytes = slot_tuple_bytes(store, slot, &length, &should_free);
 	MinimalTuple result = arena_copy(store, bytes, length);
 
 	result->t_len = length;
@@ -1260,7 +1264,7 @@ stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableS
 {
 	bool		should_free;
 	uint32		length;
-	char	   *bytes = slot_tuple_bytes(slot, &length, &should_free);
+	char	   *bytes = slot_tuple_bytes(store, slot, &length, &should_free);
 	bool		done = stream_record(store, keys, nulls, bytes, length);
 
 	if (should_free)
@@ -2234,6 +2238,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->nkeys = spec->plan->nkeys;
 	store->context = context;
 	key_reader_init(&store->key_reader, spec->plan, spec->key_types);
+	tuple_former_init(&store->former, context);
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
 	store->stats.approximate = spec->approximate;
