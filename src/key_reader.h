@@ -15,6 +15,8 @@
 
 #include "access/htup_details.h"
 #include "executor/tuptable.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 
 typedef struct KeyReader
 {
@@ -52,6 +54,36 @@ key_reader_encode(const GpuSortType *type, const char *data)
 	return gpusort_read_key(type, data);
 }
 
+/*
+ * A scan's next rows lie on the page it is on, in the order of their line
+ * pointers. The tuples a few rows ahead are fetched into the cache now, so
+ * that reading their keys does not wait on memory: the only thing a
+ * bounded sort does with most rows. The page is pinned by the slot, so it
+ * stays where it is; a line pointer read while another backend adds rows
+ * is at worst a useless prefetch.
+ */
+#define KEY_PREFETCH_ROWS 6
+
+static inline void
+key_reader_prefetch(Buffer buffer, HeapTuple tuple)
+{
+	Page		page;
+	OffsetNumber ahead;
+
+	if (!BufferIsValid(buffer) ||
+		ItemPointerGetBlockNumberNoCheck(&tuple->t_self) != BufferGetBlockNumber(buffer))
+		return;
+	page = BufferGetPage(buffer);
+	ahead = ItemPointerGetOffsetNumberNoCheck(&tuple->t_self) + KEY_PREFETCH_ROWS;
+	if (ahead <= PageGetMaxOffsetNumber(page))
+	{
+		ItemId		item = PageGetItemId(page, ahead);
+
+		if (ItemIdIsNormal(item))
+			__builtin_prefetch((char *) page + ItemIdGetOffset(item));
+	}
+}
+
 /* The slot's keys, encoded (0 for NULL) and their NULL flags. */
 static inline void
 key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *nulls)
@@ -61,6 +93,9 @@ key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *n
 	if (reader->fixed && (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot)))
 	{
 		HeapTuple	tuple = ((HeapTupleTableSlot *) slot)->tuple;
+
+		if (TTS_IS_BUFFERTUPLE(slot) && tuple != NULL)
+			key_reader_prefetch(((BufferHeapTupleTableSlot *) slot)->buffer, tuple);
 
 		if (likely(tuple != NULL && !HeapTupleHasNulls(tuple) &&
 				   HeapTupleHeaderGetNatts(tuple->t_data) >= reader->last_attno))
