@@ -70,8 +70,8 @@ key_reader_prefetch(Buffer buffer, HeapTuple tuple)
 	Page		page;
 	OffsetNumber ahead;
 
-	if (!BufferIsValid(buffer) ||
-		ItemPointerGetBlockNumberNoCheck(&tuple->t_self) != BufferGetBlockNumber(buffer))
+	/* a buffer slot's tuple lies on its buffer's page, at t_self */
+	if (!BufferIsValid(buffer))
 		return;
 	page = BufferGetPage(buffer);
 	ahead = ItemPointerGetOffsetNumberNoCheck(&tuple->t_self) + KEY_PREFETCH_ROWS;

@@ -564,6 +564,14 @@ keys_of(const RowStore *store, size_t i, const uint64_t *keys_in, const bool *nu
 	memcpy(nulls, nulls_in + i * store->nkeys, store->nkeys);
 }
 
+/* Sets entry i of the best rows' keys (note_best_keys()). */
+static inline void
+set_best_keys(RowStore *store, size_t i, const uint64_t *keys, const bool *nulls)
+{
+	memcpy(store->best_keys + i * store->nkeys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(store->best_nulls + i * store->nkeys, nulls, store->nkeys);
+}
+
 /* The keys of the i-th row in memory in sorted order (store->order). */
 static inline void
 sorted_keys_of(const RowStore *store, size_t i, uint64_t *keys, bool *nulls)
@@ -646,9 +654,9 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 /*
  * Moves the tuples of rows[0..n) to the front of the arena, in order: the
  * rows are in input order, and so is the arena, so no tuple moves to a
- * place after its own and none is overwritten before it has moved.
- * Returns the arena's chunks after the last tuple to next_arena_chunk(),
- * or, while the rows take more than half of work_mem, frees them.
+ * place after its own and none is overwritten before it has moved. The
+ * chunks after the last tuple are left for next_arena_chunk() to fill
+ * again or, while the rows take more than half of work_mem, freed.
  */
 static void
 close_up_arena(RowStore *store, size_t n)
@@ -668,8 +676,6 @@ close_up_arena(RowStore *store, size_t n)
 			used = 0;
 		}
 		place = store->arena_chunks[chunk] + used;
-		Assert((char *) tuple >= place || (char *) tuple < store->arena_chunks[chunk] ||
-			   (char *) tuple >= store->arena_chunks[chunk] + store->arena_sizes[chunk]);
 		if (place != (char *) tuple)
 			memmove(place, tuple, tuple->t_len);
 		store->tuples[i] = (MinimalTuple) place;
@@ -1577,14 +1583,12 @@ note_best_keys(RowStore *store, size_t nout)
 			keys_of(store, from_best - 1, store->best_keys, store->best_nulls, best_keys, best_nulls);
 			if (compare_keys(store, best_keys, best_nulls, run_keys, run_nulls) > 0)
 			{
-				memcpy(store->best_keys + into * store->nkeys, best_keys, store->nkeys * sizeof(uint64_t));
-				memcpy(store->best_nulls + into * store->nkeys, best_nulls, store->nkeys);
+				set_best_keys(store, into, best_keys, best_nulls);
 				from_best--;
 				continue;
 			}
 		}
-		memcpy(store->best_keys + into * store->nkeys, run_keys, store->nkeys * sizeof(uint64_t));
-		memcpy(store->best_nulls + into * store->nkeys, run_nulls, store->nkeys);
+		set_best_keys(store, into, run_keys, run_nulls);
 		from_run--;
 	}
 	count_memory(store);
