@@ -41,6 +41,9 @@ bad() { failed=$((failed + 1)); echo "not ok - $1${2:+: $2}"; }
 check() { # check NAME EXPECTED ACTUAL
   if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "expected [$2], got [$3]"; fi
 }
+analyze_plan() { # analyze_plan SETTINGS QUERY: $plan, the query's EXPLAIN ANALYZE
+  plan=$(psql_q -c "$1 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $2")
+}
 plan_has() { # plan_has NAME GLOB [ABSENT]: $plan matches GLOB, and not ABSENT
   if [[ $plan == $2 && ( -z ${3:-} || $plan != $3 ) ]]; then ok "$1"; else bad "$1" "$plan"; fi
 }
@@ -240,7 +243,7 @@ start_server gpusort 2048 1 0
 psql_q -c "CREATE TABLE rows_t AS SELECT (random() * 1e6)::int AS k, CASE WHEN g % 13 = 0 THEN NULL ELSE g % 101 END AS m, g AS id, md5(g::text) AS pad FROM generate_series(1, 300000) g" >/dev/null
 psql_q -c "ANALYZE rows_t" >/dev/null
 spill="SET work_mem = '256kB'; SET max_parallel_workers_per_gather = 0; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
-plan=$(psql_q -c "$spill EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+analyze_plan "$spill" "SELECT * FROM rows_t ORDER BY k, id"
 plan_has "EXPLAIN ANALYZE: every row in the GPU's memory, none on disk" \
   "*Sort Method: rows in GPU memory*Rows in GPU Memory: 300000 (*"
 plan_has "no temporary file" "*" "*Disk:*"
@@ -252,7 +255,7 @@ for order in "k, id" "m DESC NULLS LAST, id" "m NULLS FIRST, k DESC, id"; do
     "$(ordered "SET gpusort.enabled = off;" "$order")" "$(ordered "$spill" "$order")"
 done
 limited="$spill SET gpusort.gpu_memory_limit = '20MB';"
-plan=$(psql_q -c "$limited EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+analyze_plan "$limited" "SELECT * FROM rows_t ORDER BY k, id"
 plan_has "rows beyond the room the service gave go to temporary files" \
   "*Sort Method: external merge*Rows in GPU Memory: *Disk: *"
 check "and merge with those in the GPU's memory" \
@@ -262,7 +265,7 @@ check "and merge with those in the GPU's memory" \
 # files, merged
 psql_q -c "CREATE TABLE wide_t AS SELECT g AS id, (g * 7919) % 100003 AS k, CASE WHEN g = 40000 THEN repeat(md5(g::text), 300000) ELSE md5(g::text) END AS pad FROM generate_series(1, 50000) g" >/dev/null
 wide_sql="SELECT count(*) || ' ' || md5(string_agg(id || ':' || md5(p), ',')) FROM (SELECT id, k, pad || '' AS p FROM wide_t ORDER BY k, id) s"
-plan=$(psql_q -c "$spill EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id, k, pad || '' FROM wide_t ORDER BY k, id")
+analyze_plan "$spill" "SELECT id, k, pad || '' FROM wide_t ORDER BY k, id"
 plan_has "a row wider than half the slot: the rows after it go to files" "*Rows in GPU Memory: 39999 (*Disk: *"
 check "and merge with those in the GPU's memory (PostgreSQL's rows and order)" \
   "$(psql_q -c "SET gpusort.enabled = off; $wide_sql")" "$(psql_q -c "$spill $wide_sql")"
@@ -294,10 +297,10 @@ check "the next such sort runs in the service again" \
 psql_q -c "CREATE TABLE early_t AS SELECT (random() * 1e6)::int AS k, g AS id, md5(g::text) AS pad FROM generate_series(1, 900000) g" >/dev/null
 psql_q -c "ANALYZE early_t" >/dev/null
 early="SET work_mem = '1GB'; SET max_parallel_workers_per_gather = 0; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
-plan=$(psql_q -c "$early EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM early_t ORDER BY k, id")
+analyze_plan "$early" "SELECT * FROM early_t ORDER BY k, id"
 plan_has "work_mem 1GB, 900000 rows: in the GPU's memory from 64 MB on" \
   "*Sort Method: rows in GPU memory*Rows in GPU Memory: 900000 (*"
-plan=$(psql_q -c "$early EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM early_t WHERE id <= 200000 ORDER BY k, id")
+analyze_plan "$early" "SELECT * FROM early_t WHERE id <= 200000 ORDER BY k, id"
 plan_has "work_mem 1GB, 200000 rows: in memory" "*Rows Sorted: 200000*" "*Rows in GPU Memory*"
 check "and PostgreSQL's rows in PostgreSQL's order" \
   "$(ordered "SET gpusort.enabled = off;" "k, id" early_t)" "$(ordered "$early" "k, id" early_t)"
@@ -306,7 +309,7 @@ check "and PostgreSQL's rows in PostgreSQL's order" \
 echo "== a parallel GpuSort's processes put their rows in one rows job"
 parallel="SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0; SET enable_gathermerge = off; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off;"
 for wm in 256kB 64MB; do
-  plan=$(psql_q -c "$parallel SET work_mem = '$wm'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+  analyze_plan "$parallel SET work_mem = '$wm';" "SELECT * FROM rows_t ORDER BY k, id"
   plan_has "work_mem $wm: every share's rows in one rows job, sorted there" \
     "*Sort Method: the parallel processes' rows in GPU memory*Rows in GPU Memory: 300000 (*Workers Launched: [12]*Sort Method: rows to GPU memory, sorted above*"
   plan_has "work_mem $wm: no temporary file" "*" "*Disk:*"
@@ -316,12 +319,12 @@ for wm in 256kB 64MB; do
   done
 done
 limited="$parallel SET work_mem = '256kB'; SET gpusort.gpu_memory_limit = '20MB';"
-plan=$(psql_q -c "$limited EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+analyze_plan "$limited" "SELECT * FROM rows_t ORDER BY k, id"
 plan_has "parallel: rows beyond the job's room go to the shares' files" \
   "*Sort Method: merge of the parallel processes' sorted runs*Rows in GPU Memory: *Disk: *"
 check "and the leader merges them with the job's" \
   "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$limited" "k, id")"
-plan=$(psql_q -c "$parallel SET work_mem = '256kB'; SET gpusort.spill_to_gpu = off; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM rows_t ORDER BY k, id")
+analyze_plan "$parallel SET work_mem = '256kB'; SET gpusort.spill_to_gpu = off;" "SELECT * FROM rows_t ORDER BY k, id"
 plan_has "spill_to_gpu = off: the shares write files" \
   "*Sort Method: merge of the parallel processes' sorted runs*" "*Rows in GPU Memory*"
 psql_q -c "CREATE TABLE few AS SELECT i AS v FROM generate_series(0, 2) i" >/dev/null
