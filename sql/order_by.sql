@@ -387,6 +387,69 @@ RESET max_parallel_workers_per_gather;
 SELECT same_order('SELECT id, k, repeat(pad, 640) AS wide FROM big WHERE id <= 1100 ORDER BY k DESC', 'k') AS spilled_wide_shares;
 RESET work_mem;
 
+-- GpuSort reads a plain Seq Scan's table pages itself (gpusort.read_table_pages):
+-- every visibility case a page can hold, compared with PostgreSQL's sort.
+CREATE TABLE pages (id int, k int4, pad text);
+INSERT INTO pages SELECT i, (random() * 100000)::int, md5(i::text)
+  FROM generate_series(1, 30000) i;
+VACUUM ANALYZE pages;  -- all-visible pages: no per-tuple visibility check
+UPDATE pages SET k = k + 1 WHERE id % 3 = 0;  -- HOT chains, pages pruned later
+UPDATE pages SET k = k - 2 WHERE id % 3 = 0;
+BEGIN;  -- dead tuples of an aborted insert
+INSERT INTO pages SELECT i, -i, 'aborted' FROM generate_series(1, 5000) i;
+ROLLBACK;
+ALTER TABLE pages ADD COLUMN late int4;  -- older tuples lack it: NULL
+INSERT INTO pages SELECT i, (random() * 100000)::int, md5(i::text),
+  CASE WHEN i % 5 = 0 THEN NULL ELSE i % 1000 END FROM generate_series(30001, 36000) i;
+ANALYZE pages;
+-- read_pages(query): whether GpuSort read the table pages, and the Seq
+-- Scan's rows in EXPLAIN ANALYZE
+CREATE FUNCTION read_pages(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; pages boolean := false; scan_rows text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    pages := pages OR line ~ 'Table Pages Read by GpuSort: [1-9]';
+    IF line ~ 'Seq Scan' THEN scan_rows := substring(line from 'rows=(\d+)'); END IF;
+  END LOOP;
+  RETURN format('pages read: %s, scan rows: %s', pages, scan_rows);
+END $$;
+SELECT read_pages('SELECT * FROM pages ORDER BY k') AS pages_unbounded,
+       read_pages('SELECT * FROM pages ORDER BY k LIMIT 10') AS pages_bounded,
+       read_pages('SELECT id, k FROM pages ORDER BY k') AS projected_by_scan,
+       read_pages('SELECT * FROM pages WHERE id > 5 ORDER BY k') AS filtered_by_scan;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM pages ORDER BY k', 'k'),
+  ('SELECT * FROM pages ORDER BY k DESC, id LIMIT 100', 'k, id'),
+  ('SELECT * FROM pages ORDER BY late, k', 'late, k'),
+  ('SELECT * FROM pages ORDER BY late DESC NULLS LAST, k, id LIMIT 3000 OFFSET 100', 'late, k, id'),
+  ('SELECT * FROM pages ORDER BY k, id LIMIT 20', 'k, id')) v(q, k);
+BEGIN;  -- this transaction's own deletes, updates and inserts
+DELETE FROM pages WHERE id % 7 = 0;
+UPDATE pages SET k = -k WHERE id % 11 = 0;
+INSERT INTO pages SELECT i, i, 'new', NULL FROM generate_series(40001, 41000) i;
+SELECT read_pages('SELECT * FROM pages ORDER BY k LIMIT 10') AS pages_in_transaction;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM pages ORDER BY k', 'k'),
+  ('SELECT * FROM pages ORDER BY k, id LIMIT 500', 'k, id'),
+  ('SELECT * FROM pages ORDER BY late NULLS FIRST, k DESC, id LIMIT 2000', 'late, k, id')) v(q, k);
+ROLLBACK;
+-- the same rows through the Seq Scan node
+SET gpusort.read_table_pages = off;
+SELECT read_pages('SELECT * FROM pages ORDER BY k LIMIT 10') AS pages_off;
+SELECT same_order('SELECT * FROM pages ORDER BY k DESC, id LIMIT 1000', 'k, id') AS scan_node;
+RESET gpusort.read_table_pages;
+-- a rescan reads the pages again, with the outer row's bound
+SELECT read_pages('SELECT o.n, s.* FROM (VALUES (1), (50), (700)) o(n),
+  LATERAL (SELECT * FROM pages ORDER BY k, id LIMIT o.n) s') AS pages_rescanned,
+  same_order('SELECT o.n, s.* FROM (VALUES (1), (50), (700)) o(n),
+  LATERAL (SELECT * FROM pages ORDER BY k, id LIMIT o.n) s', 'n, k, id') AS rescanned;
+-- the scan projects where a column was added with a default (older tuples
+-- take it from the catalog) or dropped: GpuSort runs it
+ALTER TABLE pages ADD COLUMN later int4 DEFAULT 7;
+SELECT read_pages('SELECT * FROM pages ORDER BY k') AS added_with_default;
+ALTER TABLE pages DROP COLUMN later;
+SELECT read_pages('SELECT * FROM pages ORDER BY k') AS dropped_column;
+
 -- the CPU gives the same order as wherever auto runs
 SET gpusort.device = cpu;
 CREATE TEMP TABLE cpu_order AS SELECT row_number() OVER () AS pos, id FROM (SELECT id FROM t ORDER BY b, g DESC, id) s;

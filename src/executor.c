@@ -205,15 +205,19 @@ gather_and_sort(GpuSortState *state)
 		else
 			spec.spill_to_gpu = gpusort_spill_to_gpu;
 		state->rows = row_store_begin(&spec);
-		for (;;)
-		{
-			TupleTableSlot *slot = ExecProcNode(child);
+		state->read_table = table_pages_usable(child);
+		if (state->read_table)
+			state->table_pages_read = table_pages_gather(child, state->rows);
+		else
+			for (;;)
+			{
+				TupleTableSlot *slot = ExecProcNode(child);
 
-			if (TupIsNull(slot))
-				break;
-			CHECK_FOR_INTERRUPTS();
-			row_store_put(state->rows, slot);
-		}
+				if (TupIsNull(slot))
+					break;
+				CHECK_FOR_INTERRUPTS();
+				row_store_put(state->rows, slot);
+			}
 	}
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);

@@ -142,6 +142,8 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	ExplainPropertyInteger("Rows Sorted", NULL, (int64) stats->rows_sorted, es);
 	if (state->bound > 0)
 		ExplainPropertyInteger("Rows Read", NULL, stats->rows_read, es);
+	if (state->read_table)
+		ExplainPropertyInteger("Table Pages Read by GpuSort", NULL, state->table_pages_read, es);
 	if (stats->approximate)
 	{
 		ExplainPropertyFloat("Interval Width", NULL,

@@ -35,6 +35,7 @@ bool		gpusort_spill_to_gpu = true;
 int			gpusort_approximate_intervals = 0;
 bool		gpusort_explain_details = true;
 bool		gpusort_parallel_merge = true;
+bool		gpusort_read_table_pages = true;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -126,6 +127,15 @@ _PG_init(void)
 							 "Lets parallel workers help merge a parallel GpuSort's shares, a key range each.",
 							 "Off: the leader merges every share's runs alone.",
 							 &gpusort_parallel_merge, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpusort.read_table_pages",
+							 "Lets a GpuSort read the table pages of a plain Seq Scan below it itself.",
+							 "Where the scan has no filter, no projection and is not "
+							 "parallel, GpuSort finds the visible rows on the pages as "
+							 "the scan would, without an executor call per row. Off: the "
+							 "scan runs as usual.",
+							 &gpusort_read_table_pages, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpusort.explain_details",

@@ -25,6 +25,7 @@ extern bool gpusort_spill_to_gpu;
 extern int	gpusort_approximate_intervals;
 extern bool gpusort_explain_details;
 extern bool gpusort_parallel_merge;
+extern bool gpusort_read_table_pages;
 
 /* ---- errors.c: engine requests, statuses and interruption ---- */
 extern void gpusort_request_init(gs_sort_request *request);

@@ -53,7 +53,13 @@ typedef struct GpuSortState
 	/* for EXPLAIN ANALYZE (the store has the rest) */
 	double		gather_ms;
 	double		emit_ms;
+	bool		read_table;		/* the child's table was read here ... */
+	int64		table_pages_read;	/* ... these pages of it */
 } GpuSortState;
+
+/* table_pages.c: the child's table read by GpuSort itself */
+extern bool table_pages_usable(PlanState *child);
+extern int64 table_pages_gather(PlanState *child, RowStore *store);
 
 /* executor.c: LIMIT + OFFSET evaluated now, 0 for no bound */
 extern int64 gpusort_evaluate_bound(GpuSortState *state);

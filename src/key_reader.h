@@ -84,30 +84,46 @@ key_reader_prefetch(Buffer buffer, HeapTuple tuple)
 	}
 }
 
+/*
+ * A heap tuple's keys, encoded, where they lie at their fixed offsets (no
+ * NULLs, and every column up to the last key present); false where they
+ * do not, and slot_getattr() has to find them.
+ */
+static inline bool
+key_reader_read_heap(KeyReader *reader, TupleDesc desc, HeapTuple tuple,
+					 uint64_t *keys, bool *nulls)
+{
+	const char *data;
+
+	if (unlikely(desc != reader->described))
+		key_reader_describe(reader, desc);
+	if (!reader->fixed || HeapTupleHasNulls(tuple) ||
+		HeapTupleHeaderGetNatts(tuple->t_data) < reader->last_attno)
+		return false;
+	data = (const char *) tuple->t_data + tuple->t_data->t_hoff;
+	for (int k = 0; k < reader->nkeys; k++)
+	{
+		keys[k] = key_reader_encode(reader->types[k], data + reader->offset[k]);
+		nulls[k] = false;
+	}
+	return true;
+}
+
 /* The slot's keys, encoded (0 for NULL) and their NULL flags. */
 static inline void
 key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *nulls)
 {
-	if (unlikely(slot->tts_tupleDescriptor != reader->described))
-		key_reader_describe(reader, slot->tts_tupleDescriptor);
-	if (reader->fixed && (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot)))
+	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
 	{
 		HeapTuple	tuple = ((HeapTupleTableSlot *) slot)->tuple;
 
-		if (TTS_IS_BUFFERTUPLE(slot) && tuple != NULL)
-			key_reader_prefetch(((BufferHeapTupleTableSlot *) slot)->buffer, tuple);
-
-		if (likely(tuple != NULL && !HeapTupleHasNulls(tuple) &&
-				   HeapTupleHeaderGetNatts(tuple->t_data) >= reader->last_attno))
+		if (tuple != NULL)
 		{
-			const char *data = (const char *) tuple->t_data + tuple->t_data->t_hoff;
-
-			for (int k = 0; k < reader->nkeys; k++)
-			{
-				keys[k] = key_reader_encode(reader->types[k], data + reader->offset[k]);
-				nulls[k] = false;
-			}
-			return;
+			if (TTS_IS_BUFFERTUPLE(slot))
+				key_reader_prefetch(((BufferHeapTupleTableSlot *) slot)->buffer, tuple);
+			if (likely(key_reader_read_heap(reader, slot->tts_tupleDescriptor, tuple,
+											keys, nulls)))
+				return;
 		}
 	}
 	for (int k = 0; k < reader->nkeys; k++)

@@ -2284,6 +2284,17 @@ before_threshold(const RowStore *store, const uint64_t *keys, const bool *nulls)
 static void keep_row(RowStore *store, const uint64_t *keys, const bool *nulls,
 					 TupleTableSlot *slot);
 
+/* Counts the row read; false when a bounded sort's threshold drops it. */
+static inline bool
+row_wanted(RowStore *store, const uint64_t *keys, const bool *nulls)
+{
+	store->stats.rows_read++;
+	/* the approximate sort's intervals span every row, kept or not */
+	if (store->spec.approximate)
+		gs_key_column_observe(&store->approx_range, nulls[0], keys[0]);
+	return !store->have_threshold || before_threshold(store, keys, nulls);
+}
+
 /*
  * Every row of the input comes here; under a bound most go no further
  * than their keys, so this part stays small (keep_row() has the rest).
@@ -2294,13 +2305,35 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	uint64_t	keys[GS_MAX_KEY_COLUMNS];
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 
-	store->stats.rows_read++;
 	key_reader_read(&store->key_reader, slot, keys, nulls);
-	/* the approximate sort's intervals span every row, kept or not */
-	if (store->spec.approximate)
-		gs_key_column_observe(&store->approx_range, nulls[0], keys[0]);
-	if (store->have_threshold && !before_threshold(store, keys, nulls))
+	if (!row_wanted(store, keys, nulls))
 		return;
+	if (store->gpu_run_open && stream_row(store, keys, nulls, slot))
+		return;
+	keep_row(store, keys, nulls, slot);
+}
+
+/*
+ * A row as a heap tuple on a pinned page (table_pages.c), put in the slot
+ * (a buffer slot of the tuple's descriptor) only when it is kept.
+ */
+void
+row_store_put_heap_tuple(RowStore *store, HeapTuple tuple, Buffer buffer,
+						 TupleTableSlot *slot)
+{
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+
+	if (!key_reader_read_heap(&store->key_reader, slot->tts_tupleDescriptor, tuple,
+							  keys, nulls))
+	{
+		ExecStoreBufferHeapTuple(tuple, slot, buffer);
+		row_store_put(store, slot);
+		return;
+	}
+	if (!row_wanted(store, keys, nulls))
+		return;
+	ExecStoreBufferHeapTuple(tuple, slot, buffer);
 	if (store->gpu_run_open && stream_row(store, keys, nulls, slot))
 		return;
 	keep_row(store, keys, nulls, slot);

@@ -13,7 +13,9 @@
 
 #include "gpusort.h"
 
+#include "access/htup.h"
 #include "executor/tuptable.h"
+#include "storage/buf.h"
 #include "storage/buffile.h"
 
 typedef struct RowStore RowStore;
@@ -74,6 +76,8 @@ typedef struct RowStoreStats
 
 extern RowStore *row_store_begin(const RowStoreSpec *spec);
 extern void row_store_put(RowStore *store, TupleTableSlot *slot);
+extern void row_store_put_heap_tuple(RowStore *store, HeapTuple tuple, Buffer buffer,
+									 TupleTableSlot *slot);
 extern void row_store_sort(RowStore *store);
 
 /*

@@ -620,6 +620,7 @@ def random_settings(rng, device):
     g.append("SET gpusort.gpu_min_elements = %d" % rng.choice([0, 0, 16384]))
     g.append("SET gpusort.algorithm = %s" % rng.choice(["auto", "auto", "bitonic", "butterfly", "radix"]))
     g.append("SET gpusort.device = %s" % device)
+    g.append("SET gpusort.read_table_pages = %s" % rng.choice(["on", "on", "off"]))
     return s, g, par
 
 
