@@ -47,6 +47,16 @@ SELECT * FROM (SELECT g FROM generate_series(1, 10000000) g ORDER BY g) s LIMIT 
 EXPLAIN (COSTS OFF)
 SELECT * FROM (SELECT g FROM generate_series(1, 10000000) g ORDER BY g) s LIMIT 5000000;
 RESET work_mem;
+-- a bound of any size over a table's own Seq Scan (no parallel workers):
+-- rows past the threshold cost a key read, and GpuSort reads the pages
+-- itself; a filter leaving fewer than gpusort.min_rows rows stays with
+-- PostgreSQL
+CREATE TABLE topn AS SELECT i AS id, (i * 7919) % 100003 AS k FROM generate_series(1, 100000) i;
+ANALYZE topn;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM topn ORDER BY k LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT * FROM topn WHERE id % 10 = 0 ORDER BY k LIMIT 10;
+RESET max_parallel_workers_per_gather;
 SET gpusort.min_rows = 0;
 
 -- ANALYZE: rows sorted, bound, and the runs of an external sort
