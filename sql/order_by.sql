@@ -387,8 +387,9 @@ RESET max_parallel_workers_per_gather;
 SELECT same_order('SELECT id, k, repeat(pad, 640) AS wide FROM big WHERE id <= 1100 ORDER BY k DESC', 'k') AS spilled_wide_shares;
 RESET work_mem;
 
--- GpuSort reads a plain Seq Scan's table pages itself (gpusort.read_table_pages):
--- every visibility case a page can hold, compared with PostgreSQL's sort.
+-- GpuSort reads a plain Seq Scan's table pages itself (gpusort.read_table_pages),
+-- projecting the rows it keeps where the scan picks columns: every
+-- visibility case a page can hold, compared with PostgreSQL's sort.
 CREATE TABLE pages (id int, k int4, pad text);
 INSERT INTO pages SELECT i, (random() * 100000)::int, md5(i::text)
   FROM generate_series(1, 30000) i;
@@ -422,7 +423,12 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT * FROM pages ORDER BY k DESC, id LIMIT 100', 'k, id'),
   ('SELECT * FROM pages ORDER BY late, k', 'late, k'),
   ('SELECT * FROM pages ORDER BY late DESC NULLS LAST, k, id LIMIT 3000 OFFSET 100', 'late, k, id'),
-  ('SELECT * FROM pages ORDER BY k, id LIMIT 20', 'k, id')) v(q, k);
+  ('SELECT * FROM pages ORDER BY k, id LIMIT 20', 'k, id'),
+  ('SELECT pad, k, id FROM pages ORDER BY k, id LIMIT 300', 'k, id'),
+  ('SELECT late, id FROM pages ORDER BY late NULLS FIRST, id', 'late, id'),
+  ('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50', 'id')) v(q, k);
+SELECT read_pages('SELECT pad, k, id FROM pages ORDER BY k, id LIMIT 300') AS pages_projected,
+       read_pages('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50') AS computed_by_scan;
 BEGIN;  -- this transaction's own deletes, updates and inserts
 DELETE FROM pages WHERE id % 7 = 0;
 UPDATE pages SET k = -k WHERE id % 11 = 0;
@@ -444,11 +450,14 @@ SELECT read_pages('SELECT o.n, s.* FROM (VALUES (1), (50), (700)) o(n),
   same_order('SELECT o.n, s.* FROM (VALUES (1), (50), (700)) o(n),
   LATERAL (SELECT * FROM pages ORDER BY k, id LIMIT o.n) s', 'n, k, id') AS rescanned;
 -- the scan projects where a column was added with a default (older tuples
--- take it from the catalog) or dropped: GpuSort runs it
+-- take it from the catalog) or dropped; GpuSort projects the rows it keeps
 ALTER TABLE pages ADD COLUMN later int4 DEFAULT 7;
-SELECT read_pages('SELECT * FROM pages ORDER BY k') AS added_with_default;
-ALTER TABLE pages DROP COLUMN later;
-SELECT read_pages('SELECT * FROM pages ORDER BY k') AS dropped_column;
+INSERT INTO pages SELECT i, i % 100, 'later', NULL, i % 9 FROM generate_series(50001, 50500) i;
+SELECT read_pages('SELECT * FROM pages ORDER BY later, id LIMIT 600') AS added_with_default,
+       same_order('SELECT * FROM pages ORDER BY later, id LIMIT 600', 'later, id') AS missing_values;
+ALTER TABLE pages DROP COLUMN pad;
+SELECT read_pages('SELECT * FROM pages ORDER BY k, id LIMIT 100') AS dropped_column,
+       same_order('SELECT * FROM pages ORDER BY k, id LIMIT 100', 'k, id') AS after_drop;
 
 -- the CPU gives the same order as wherever auto runs
 SET gpusort.device = cpu;

@@ -131,7 +131,7 @@ _PG_init(void)
 
 	DefineCustomBoolVariable("gpusort.read_table_pages",
 							 "Lets a GpuSort read the table pages of a plain Seq Scan below it itself.",
-							 "Where the scan has no filter, no projection and is not "
+							 "Where the scan has no filter, computes no column and is not "
 							 "parallel, GpuSort finds the visible rows on the pages as "
 							 "the scan would, without an executor call per row. Off: the "
 							 "scan runs as usual.",

@@ -12,16 +12,18 @@
 
 #include "key_reader.h"
 
+/* Keys at columns attno[0..nkeys) of the rows it is given. */
 void
-key_reader_init(KeyReader *reader, const GpuSortPlanInfo *plan, const GpuSortType *const *types)
+key_reader_init(KeyReader *reader, int nkeys, const AttrNumber *attno,
+				const GpuSortType *const *types)
 {
 	memset(reader, 0, sizeof(*reader));
-	reader->nkeys = plan->nkeys;
-	for (int k = 0; k < plan->nkeys; k++)
+	reader->nkeys = nkeys;
+	for (int k = 0; k < nkeys; k++)
 	{
-		reader->attno[k] = plan->key_attno[k];
+		reader->attno[k] = attno[k];
 		reader->types[k] = types[k];
-		reader->last_attno = Max(reader->last_attno, plan->key_attno[k]);
+		reader->last_attno = Max(reader->last_attno, attno[k]);
 	}
 }
 

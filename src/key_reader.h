@@ -31,7 +31,7 @@ typedef struct KeyReader
 	uint32		offset[GS_MAX_KEY_COLUMNS]; /* from the tuple's data */
 } KeyReader;
 
-extern void key_reader_init(KeyReader *reader, const GpuSortPlanInfo *plan,
+extern void key_reader_init(KeyReader *reader, int nkeys, const AttrNumber *attno,
 							const GpuSortType *const *types);
 extern void key_reader_describe(KeyReader *reader, TupleDesc desc);
 

@@ -307,28 +307,24 @@ disk_pages(Path *input, int nkeys, double rows)
 
 /*
  * Will GpuSort read the input's table pages itself (table_pages.c)? A Seq
- * Scan of a table with no filter, returning its columns as they are (a
- * table with a dropped column has no Var for it, so it does not match).
- * The executor checks the rest (the table's access method, a column added
- * with a default) when it runs.
+ * Scan of a table with no filter, returning some of its columns. The
+ * executor checks the rest (the table's access method) when it runs.
  */
 static bool
 reads_table_pages(PlannerInfo *root, Path *input)
 {
 	RelOptInfo *rel = input->parent;
-	AttrNumber	attno = 0;
 	ListCell   *lc;
 
 	if (!gpusort_read_table_pages || input->pathtype != T_SeqScan || input->parallel_aware ||
 		input->param_info != NULL || rel->reloptkind != RELOPT_BASEREL ||
-		rel->baserestrictinfo != NIL || planner_rt_fetch(rel->relid, root)->rtekind != RTE_RELATION ||
-		list_length(input->pathtarget->exprs) != rel->max_attr)
+		rel->baserestrictinfo != NIL || planner_rt_fetch(rel->relid, root)->rtekind != RTE_RELATION)
 		return false;
 	foreach(lc, input->pathtarget->exprs)
 	{
 		Var		   *var = (Var *) lfirst(lc);
 
-		if (!IsA(var, Var) || var->varno != rel->relid || var->varattno != ++attno)
+		if (!IsA(var, Var) || var->varno != rel->relid || var->varattno <= 0)
 			return false;
 	}
 	return true;

@@ -2241,7 +2241,8 @@ row_store_begin(const RowStoreSpec *spec)
 	store->plan = spec->plan;
 	store->nkeys = spec->plan->nkeys;
 	store->context = context;
-	key_reader_init(&store->key_reader, spec->plan, spec->key_types);
+	key_reader_init(&store->key_reader, spec->plan->nkeys, spec->plan->key_attno,
+					spec->key_types);
 	tuple_former_init(&store->former, context);
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
@@ -2284,9 +2285,14 @@ before_threshold(const RowStore *store, const uint64_t *keys, const bool *nulls)
 static void keep_row(RowStore *store, const uint64_t *keys, const bool *nulls,
 					 TupleTableSlot *slot);
 
-/* Counts the row read; false when a bounded sort's threshold drops it. */
-static inline bool
-row_wanted(RowStore *store, const uint64_t *keys, const bool *nulls)
+/*
+ * Counts the row read; false when a bounded sort's threshold drops it. A
+ * caller that reads the rows' keys itself (table_pages.c, from the table
+ * page) makes the row a slot's only when this says yes, for
+ * row_store_keep().
+ */
+bool
+row_store_wants(RowStore *store, const uint64_t *keys, const bool *nulls)
 {
 	store->stats.rows_read++;
 	/* the approximate sort's intervals span every row, kept or not */
@@ -2306,34 +2312,18 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 
 	key_reader_read(&store->key_reader, slot, keys, nulls);
-	if (!row_wanted(store, keys, nulls))
+	if (!row_store_wants(store, keys, nulls))
 		return;
 	if (store->gpu_run_open && stream_row(store, keys, nulls, slot))
 		return;
 	keep_row(store, keys, nulls, slot);
 }
 
-/*
- * A row as a heap tuple on a pinned page (table_pages.c), put in the slot
- * (a buffer slot of the tuple's descriptor) only when it is kept.
- */
+/* A row row_store_wants() wanted, with the keys it was given. */
 void
-row_store_put_heap_tuple(RowStore *store, HeapTuple tuple, Buffer buffer,
-						 TupleTableSlot *slot)
+row_store_keep(RowStore *store, const uint64_t *keys, const bool *nulls,
+			   TupleTableSlot *slot)
 {
-	uint64_t	keys[GS_MAX_KEY_COLUMNS];
-	bool		nulls[GS_MAX_KEY_COLUMNS];
-
-	if (!key_reader_read_heap(&store->key_reader, slot->tts_tupleDescriptor, tuple,
-							  keys, nulls))
-	{
-		ExecStoreBufferHeapTuple(tuple, slot, buffer);
-		row_store_put(store, slot);
-		return;
-	}
-	if (!row_wanted(store, keys, nulls))
-		return;
-	ExecStoreBufferHeapTuple(tuple, slot, buffer);
 	if (store->gpu_run_open && stream_row(store, keys, nulls, slot))
 		return;
 	keep_row(store, keys, nulls, slot);

@@ -13,9 +13,7 @@
 
 #include "gpusort.h"
 
-#include "access/htup.h"
 #include "executor/tuptable.h"
-#include "storage/buf.h"
 #include "storage/buffile.h"
 
 typedef struct RowStore RowStore;
@@ -76,8 +74,9 @@ typedef struct RowStoreStats
 
 extern RowStore *row_store_begin(const RowStoreSpec *spec);
 extern void row_store_put(RowStore *store, TupleTableSlot *slot);
-extern void row_store_put_heap_tuple(RowStore *store, HeapTuple tuple, Buffer buffer,
-									 TupleTableSlot *slot);
+extern bool row_store_wants(RowStore *store, const uint64_t *keys, const bool *nulls);
+extern void row_store_keep(RowStore *store, const uint64_t *keys, const bool *nulls,
+						   TupleTableSlot *slot);
 extern void row_store_sort(RowStore *store);
 
 /*

@@ -1,15 +1,16 @@
 /*
  * table_pages.c — a GpuSort reading its Seq Scan child's table itself.
  *
- * A Seq Scan that hands its table's rows up as they are (no filter, no
- * projection, not parallel) does nothing for the sort above it but find
- * the visible tuples, and it does that one executor call per row. Here
- * GpuSort reads the pages as that scan would in page-at-a-time mode, with
- * its snapshot and buffer strategy: heapgetpage() prunes the page, checks
- * visibility (and serializable conflicts) and pins it. Each visible tuple
- * goes to the row store where it lies on the page; the store reads its
- * keys there and puts it in the scan's slot only to keep it, so a bounded
- * sort's rows past its threshold cost a few loads each.
+ * A Seq Scan with no filter and no parallel awareness does nothing for
+ * the sort above it but find the visible tuples (and pick their columns),
+ * and it does that one executor call per row. Here GpuSort reads the pages
+ * as that scan would in page-at-a-time mode, with its snapshot and buffer
+ * strategy: heapgetpage() prunes the page, checks visibility (and
+ * serializable conflicts) and pins it. Each visible tuple's keys are read
+ * where it lies on the page; only a row the row store keeps is put in the
+ * scan's slot and, where the scan picks columns (plain column references
+ * only), projected by the scan's own projection. So a bounded sort's rows
+ * past its threshold cost a few loads each.
  *
  * The Seq Scan node is not run, but its instrumentation counts what was
  * read here, so EXPLAIN ANALYZE shows its rows and buffers as before.
@@ -19,6 +20,7 @@
 
 #include "access/heapam.h"
 #include "access/tableam.h"
+#include "executor/executor.h"
 #include "executor/instrument.h"
 #include "nodes/execnodes.h"
 #include "pgstat.h"
@@ -26,6 +28,31 @@
 
 #include "gpusort_executor.h"
 #include "key_reader.h"
+
+/*
+ * The table column of each entry of the scan's target list where every
+ * entry is one (a plain column reference); false otherwise.
+ */
+static bool
+table_columns(PlanState *child, AttrNumber *columns)
+{
+	Index		scanrelid = ((Scan *) child->plan)->scanrelid;
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, child->plan->targetlist)
+	{
+		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+
+		if (!IsA(var, Var) || var->varno != scanrelid || var->varlevelsup != 0 ||
+			var->varattno <= 0)
+			return false;
+		if (columns != NULL)
+			columns[i] = var->varattno;
+		i++;
+	}
+	return true;
+}
 
 /*
  * Whether the child is a Seq Scan whose rows GpuSort can read from the
@@ -40,7 +67,9 @@ table_pages_usable(PlanState *child)
 
 	if (!gpusort_read_table_pages || !IsA(child, SeqScanState))
 		return false;
-	if (child->plan->parallel_aware || child->qual != NULL || child->ps_ProjInfo != NULL)
+	if (child->plan->parallel_aware || child->qual != NULL)
+		return false;
+	if (child->ps_ProjInfo != NULL && !table_columns(child, NULL))
 		return false;
 	if (estate->es_epq_active != NULL || !IsMVCCSnapshot(estate->es_snapshot))
 		return false;
@@ -48,22 +77,54 @@ table_pages_usable(PlanState *child)
 		TTS_IS_BUFFERTUPLE(scan->ss_ScanTupleSlot);
 }
 
+/* The row as the scan returns it: the tuple, or its projection. */
+static TupleTableSlot *
+scan_row(PlanState *child, HeapTuple tuple, Buffer buffer)
+{
+	ScanState  *scan = (ScanState *) child;
+	ExprContext *econtext = child->ps_ExprContext;
+
+	ExecStoreBufferHeapTuple(tuple, scan->ss_ScanTupleSlot, buffer);
+	if (child->ps_ProjInfo == NULL)
+		return scan->ss_ScanTupleSlot;
+	ResetExprContext(econtext);
+	econtext->ecxt_scantuple = scan->ss_ScanTupleSlot;
+	return ExecProject(child->ps_ProjInfo);
+}
+
 /*
- * Puts every row the child would return into the store; returns the pages
- * read. From block 0 on, as a scan that may not join a synchronized one
- * does: the rows' order does not matter to the sort.
+ * Puts every row the child would return into the store, whose sort keys
+ * are the columns key_attno (of the child's rows) of types key_types;
+ * returns the pages read. From block 0 on, as a scan that may not join a
+ * synchronized one does: the rows' order does not matter to the sort.
  */
 int64
-table_pages_gather(PlanState *child, RowStore *store)
+table_pages_gather(PlanState *child, RowStore *store, int nkeys,
+				   const AttrNumber *key_attno, const GpuSortType *const *key_types)
 {
 	ScanState  *node = (ScanState *) child;
 	Relation	relation = node->ss_currentRelation;
-	TupleTableSlot *slot = node->ss_ScanTupleSlot;
+	TupleDesc	descriptor = RelationGetDescr(relation);
+	AttrNumber	columns[MaxHeapAttributeNumber];
+	AttrNumber	table_key_attno[GS_MAX_KEY_COLUMNS];
+	KeyReader	keys_on_page;
 	TableScanDesc scan;
 	HeapScanDesc heap;
 	HeapTupleData tuple;
 	double		rows = 0;
 	BlockNumber block = 0;
+
+	/* the keys' columns in the table's tuples */
+	for (int k = 0; k < nkeys; k++)
+		table_key_attno[k] = key_attno[k];
+	if (child->ps_ProjInfo != NULL)
+	{
+		if (!table_columns(child, columns))
+			elog(ERROR, "gpusort: the scan's target list is not plain columns");
+		for (int k = 0; k < nkeys; k++)
+			table_key_attno[k] = columns[key_attno[k] - 1];
+	}
+	key_reader_init(&keys_on_page, nkeys, table_key_attno, key_types);
 
 	if (child->instrument)
 		InstrStartNode(child->instrument);
@@ -83,6 +144,8 @@ table_pages_gather(PlanState *child, RowStore *store)
 		{
 			OffsetNumber offset = heap->rs_vistuples[i];
 			ItemId		item = PageGetItemId(page, offset);
+			uint64_t	keys[GS_MAX_KEY_COLUMNS];
+			bool		nulls[GS_MAX_KEY_COLUMNS];
 
 			if (i + KEY_PREFETCH_ROWS < heap->rs_ntuples)
 				__builtin_prefetch(PageGetItem(page, PageGetItemId(page,
@@ -91,7 +154,10 @@ table_pages_gather(PlanState *child, RowStore *store)
 			tuple.t_len = ItemIdGetLength(item);
 			ItemPointerSet(&tuple.t_self, block, offset);
 			pgstat_count_heap_getnext(relation);
-			row_store_put_heap_tuple(store, &tuple, heap->rs_cbuf, slot);
+			if (!key_reader_read_heap(&keys_on_page, descriptor, &tuple, keys, nulls))
+				row_store_put(store, scan_row(child, &tuple, heap->rs_cbuf));
+			else if (row_store_wants(store, keys, nulls))
+				row_store_keep(store, keys, nulls, scan_row(child, &tuple, heap->rs_cbuf));
 		}
 		rows += heap->rs_ntuples;
 		/* the first page's rows are the scan's first: its startup time */
@@ -102,8 +168,10 @@ table_pages_gather(PlanState *child, RowStore *store)
 			rows = 0;
 		}
 	}
-	/* the slot points at `tuple`, which is gone after this */
-	ExecClearTuple(slot);
+	/* the slots point at `tuple`, which is gone after this */
+	ExecClearTuple(node->ss_ScanTupleSlot);
+	if (child->ps_ProjInfo != NULL)
+		ExecClearTuple(child->ps_ResultTupleSlot);
 	table_endscan(scan);
 	if (child->instrument)
 		InstrStopNode(child->instrument, rows);
