@@ -48,10 +48,10 @@
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
-#include "parser/parsetree.h"
 #include "optimizer/paths.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
+#include "parser/parsetree.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
@@ -336,7 +336,7 @@ reads_table_pages(PlannerInfo *root, Path *input)
  * that beat the threshold so far are: about bound * (1 + ln(rows / bound))
  * of rows in random order; and the rest cost so little that reading the
  * table pages directly matters. (An unbounded sort gains less from it,
- * 10-25% on the GPU machine, and its serial plan must still lose to the
+ * 9-24% on the GPU machine, and its serial plan must still lose to the
  * parallel sort where workers do the gathering.)
  */
 static void

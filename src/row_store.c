@@ -2302,7 +2302,8 @@ row_store_wants(RowStore *store, const uint64_t *keys, const bool *nulls)
 }
 
 /*
- * Every row of the input comes here; under a bound most go no further
+ * Every row the child hands over comes here (table_pages.c reads the
+ * keys of the rows it finds itself); under a bound most go no further
  * than their keys, so this part stays small (keep_row() has the rest).
  */
 void
@@ -2312,11 +2313,8 @@ row_store_put(RowStore *store, TupleTableSlot *slot)
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 
 	key_reader_read(&store->key_reader, slot, keys, nulls);
-	if (!row_store_wants(store, keys, nulls))
-		return;
-	if (store->gpu_run_open && stream_row(store, keys, nulls, slot))
-		return;
-	keep_row(store, keys, nulls, slot);
+	if (row_store_wants(store, keys, nulls))
+		row_store_keep(store, keys, nulls, slot);
 }
 
 /* A row row_store_wants() wanted, with the keys it was given. */
