@@ -207,9 +207,7 @@ gather_and_sort(GpuSortState *state)
 		state->rows = row_store_begin(&spec);
 		state->read_table = table_pages_usable(child);
 		if (state->read_table)
-			state->table_pages_read = table_pages_gather(child, state->rows, state->plan.nkeys,
-														 state->plan.key_attno,
-														 state->key_types);
+			state->table_pages_read = table_pages_gather(child, state->rows, &spec);
 		else
 			for (;;)
 			{

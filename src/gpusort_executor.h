@@ -59,9 +59,8 @@ typedef struct GpuSortState
 
 /* table_pages.c: the child's table read by GpuSort itself */
 extern bool table_pages_usable(PlanState *child);
-extern int64 table_pages_gather(PlanState *child, RowStore *store, int nkeys,
-								const AttrNumber *key_attno,
-								const GpuSortType *const *key_types);
+extern int64 table_pages_gather(PlanState *child, RowStore *store,
+								const RowStoreSpec *spec);
 
 /* executor.c: LIMIT + OFFSET evaluated now, 0 for no bound */
 extern int64 gpusort_evaluate_bound(GpuSortState *state);

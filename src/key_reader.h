@@ -56,28 +56,20 @@ key_reader_encode(const GpuSortType *type, const char *data)
 
 /*
  * A scan's next rows lie on the page it is on, in the order of their line
- * pointers. The tuples a few rows ahead are fetched into the cache now, so
- * that reading their keys does not wait on memory: the only thing a
- * bounded sort does with most rows. The page is pinned by the slot, so it
- * stays where it is; a line pointer read while another backend adds rows
- * is at worst a useless prefetch.
+ * pointers. The tuple a few rows ahead (KEY_PREFETCH_ROWS line pointers,
+ * or visible tuples) is fetched into the cache now, so that reading its
+ * keys does not wait on memory: the only thing a bounded sort does with
+ * most rows. The page is pinned, so it stays where it is; a line pointer
+ * read while another backend adds rows is at worst a useless prefetch.
  */
 #define KEY_PREFETCH_ROWS 6
 
 static inline void
-key_reader_prefetch(Buffer buffer, HeapTuple tuple)
+key_reader_prefetch(Page page, OffsetNumber offset)
 {
-	Page		page;
-	OffsetNumber ahead;
-
-	/* a buffer slot's tuple lies on its buffer's page, at t_self */
-	if (!BufferIsValid(buffer))
-		return;
-	page = BufferGetPage(buffer);
-	ahead = ItemPointerGetOffsetNumberNoCheck(&tuple->t_self) + KEY_PREFETCH_ROWS;
-	if (ahead <= PageGetMaxOffsetNumber(page))
+	if (offset <= PageGetMaxOffsetNumber(page))
 	{
-		ItemId		item = PageGetItemId(page, ahead);
+		ItemId		item = PageGetItemId(page, offset);
 
 		if (ItemIdIsNormal(item))
 			__builtin_prefetch((char *) page + ItemIdGetOffset(item));
@@ -119,8 +111,14 @@ key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *n
 
 		if (tuple != NULL)
 		{
-			if (TTS_IS_BUFFERTUPLE(slot))
-				key_reader_prefetch(((BufferHeapTupleTableSlot *) slot)->buffer, tuple);
+			Buffer		buffer = TTS_IS_BUFFERTUPLE(slot) ?
+				((BufferHeapTupleTableSlot *) slot)->buffer : InvalidBuffer;
+
+			/* a buffer slot's tuple lies on its buffer's page, at t_self */
+			if (BufferIsValid(buffer))
+				key_reader_prefetch(BufferGetPage(buffer),
+									ItemPointerGetOffsetNumberNoCheck(&tuple->t_self) +
+									KEY_PREFETCH_ROWS);
 			if (likely(key_reader_read_heap(reader, slot->tts_tupleDescriptor, tuple,
 											keys, nulls)))
 				return;

@@ -93,15 +93,15 @@ scan_row(PlanState *child, HeapTuple tuple, Buffer buffer)
 }
 
 /*
- * Puts every row the child would return into the store, whose sort keys
- * are the columns key_attno (of the child's rows) of types key_types;
- * returns the pages read. From block 0 on, as a scan that may not join a
- * synchronized one does: the rows' order does not matter to the sort.
+ * Puts every row the child would return into the store, sorted as `spec`
+ * says (its keys are columns of the child's rows); returns the pages read.
+ * From block 0 on, as a scan that may not join a synchronized one does:
+ * the rows' order does not matter to the sort.
  */
 int64
-table_pages_gather(PlanState *child, RowStore *store, int nkeys,
-				   const AttrNumber *key_attno, const GpuSortType *const *key_types)
+table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 {
+	int			nkeys = spec->plan->nkeys;
 	ScanState  *node = (ScanState *) child;
 	Relation	relation = node->ss_currentRelation;
 	TupleDesc	descriptor = RelationGetDescr(relation);
@@ -116,15 +116,15 @@ table_pages_gather(PlanState *child, RowStore *store, int nkeys,
 
 	/* the keys' columns in the table's tuples */
 	for (int k = 0; k < nkeys; k++)
-		table_key_attno[k] = key_attno[k];
+		table_key_attno[k] = spec->plan->key_attno[k];
 	if (child->ps_ProjInfo != NULL)
 	{
 		if (!table_columns(child, columns))
 			elog(ERROR, "gpusort: the scan's target list is not plain columns");
 		for (int k = 0; k < nkeys; k++)
-			table_key_attno[k] = columns[key_attno[k] - 1];
+			table_key_attno[k] = columns[table_key_attno[k] - 1];
 	}
-	key_reader_init(&keys_on_page, nkeys, table_key_attno, key_types);
+	key_reader_init(&keys_on_page, nkeys, table_key_attno, spec->key_types);
 
 	if (child->instrument)
 		InstrStartNode(child->instrument);
@@ -148,8 +148,7 @@ table_pages_gather(PlanState *child, RowStore *store, int nkeys,
 			bool		nulls[GS_MAX_KEY_COLUMNS];
 
 			if (i + KEY_PREFETCH_ROWS < heap->rs_ntuples)
-				__builtin_prefetch(PageGetItem(page, PageGetItemId(page,
-																   heap->rs_vistuples[i + KEY_PREFETCH_ROWS])));
+				key_reader_prefetch(page, heap->rs_vistuples[i + KEY_PREFETCH_ROWS]);
 			tuple.t_data = (HeapTupleHeader) PageGetItem(page, item);
 			tuple.t_len = ItemIdGetLength(item);
 			ItemPointerSet(&tuple.t_self, block, offset);
