@@ -475,31 +475,41 @@ next_arena_chunk(RowStore *store, Size size)
 	count_memory(store);
 }
 
-/* A copy of a minimal tuple in the arena. */
-static MinimalTuple
-arena_copy(RowStore *store, const char *data, uint32 length)
+/* Room in the arena for a `length`-byte minimal tuple. */
+static char *
+arena_alloc(RowStore *store, uint32 length)
 {
 	Size		aligned = MAXALIGN(length);
-	MinimalTuple copy;
+	char	   *place;
 
 	if (aligned > store->arena_left)
 		next_arena_chunk(store, aligned);
-	copy = (MinimalTuple) store->arena_next;
-	memcpy(copy, data, length);
+	place = store->arena_next;
 	store->arena_next += aligned;
 	store->arena_left -= aligned;
-	return copy;
+	return place;
+}
+
+/*
+ * The length of the minimal tuple a virtual slot's values (a join's) form,
+ * for tuple_former_fill() to form it where it is kept; 0 for any other
+ * slot, or values PostgreSQL must form (slot_tuple_bytes()).
+ */
+static inline Size
+formed_length(RowStore *store, TupleTableSlot *slot)
+{
+	return TTS_IS_VIRTUAL(slot) ? tuple_former_measure(&store->former, slot) : 0;
 }
 
 /*
  * The slot's row as the bytes of a minimal tuple, without a copy where it
- * is a heap tuple (the usual case: a scan), formed in the store's buffer
- * where it is a virtual slot's values (a join's). Those bytes do not carry
- * the minimal tuple's length: whoever copies them sets t_len. They last
- * until the next row; *should_free: the caller pfrees them after.
+ * is a heap tuple (the usual case: a scan), formed by PostgreSQL where
+ * formed_length() said 0. Those bytes do not carry the minimal tuple's
+ * length: whoever copies them sets t_len. *should_free: the caller pfrees
+ * them after.
  */
 static char *
-slot_tuple_bytes(RowStore *store, TupleTableSlot *slot, uint32 *length, bool *should_free)
+slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
 {
 	MinimalTuple tuple;
 
@@ -511,23 +521,26 @@ slot_tuple_bytes(RowStore *store, TupleTableSlot *slot, uint32 *length, bool *sh
 		*length = heap->t_len - MINIMAL_TUPLE_OFFSET;
 		return (char *) heap->t_data + MINIMAL_TUPLE_OFFSET;
 	}
-	if (TTS_IS_VIRTUAL(slot) && (tuple = tuple_former_form(&store->former, slot)) != NULL)
-		*should_free = false;
-	else
-		tuple = ExecFetchSlotMinimalTuple(slot, should_free);
+	tuple = ExecFetchSlotMinimalTuple(slot, should_free);
 	*length = tuple->t_len;
 	return (char *) tuple;
 }
 
-/* Copies the slot's row into the arena as a minimal tuple. */
+/* The slot's row as a minimal tuple in the arena. */
 static MinimalTuple
 copy_row(RowStore *store, TupleTableSlot *slot)
 {
+	Size		formed = formed_length(store, slot);
 	bool		should_free;
 	uint32		length;
-	char	   *bytes = slot_tuple_bytes(store, slot, &length, &should_free);
-	MinimalTuple result = arena_copy(store, bytes, length);
+	char	   *bytes;
+	MinimalTuple result;
 
+	if (formed > 0)
+		return tuple_former_fill(&store->former, slot, arena_alloc(store, formed));
+	bytes = slot_tuple_bytes(slot, &length, &should_free);
+	result = (MinimalTuple) arena_alloc(store, length);
+	memcpy(result, bytes, length);
 	result->t_len = length;
 	if (should_free)
 		pfree(bytes);
@@ -1238,22 +1251,26 @@ flush_stream(RowStore *store)
 	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
 }
 
-/* Lays one row out as a record in the slot for the GPU run; false (nothing
- * written) when the run has no room left for it. */
-static bool
-stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const char *tuple,
-			  uint32 length)
+/*
+ * Room for one record of a `length`-byte tuple in the slot for the GPU
+ * run, its header and tail laid out and the row counted; returns where
+ * the tuple goes, or NULL (nothing written) when the run has no room left.
+ */
+static char *
+stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 length)
 {
 	SortedRun  *run = store->gpu_run;
 	Size		size = record_size(store, length);
+	char	   *record;
 
 	if (size > store->stream_half ||
 		!service_rows_room(run->gpu, store->stream_records + 1, store->stream_used + size))
-		return false;
+		return NULL;
 	if (store->stream_used + size > store->stream_half)
 		flush_stream(store);
-	pack_record(store, store->stream_slot + store->stream_side * store->stream_half +
-				store->stream_used, keys, nulls, tuple, length);
+	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
+	record += pack_header(store, record, length, keys, nulls);
+	pack_tail(store, record + length, length);
 	store->stream_used += size;
 	store->stream_records++;
 	run->largest_record = Max(run->largest_record, size);
@@ -1261,6 +1278,21 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 		gs_key_column_observe(&run->columns[k], nulls[k], keys[k]);
 	run->rows++;
 	run->bytes += size;
+	return record;
+}
+
+/* One row's tuple bytes as a record in the slot for the GPU run; false
+ * (nothing written) when the run has no room left for it. */
+static bool
+stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const char *tuple,
+			  uint32 length)
+{
+	char	   *into = stream_reserve(store, keys, nulls, length);
+
+	if (into == NULL)
+		return false;
+	memcpy(into, tuple, length);
+	memcpy(into, &length, sizeof(length));	/* t_len */
 	return true;
 }
 
@@ -1268,11 +1300,23 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 static bool
 stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
 {
+	Size		formed = formed_length(store, slot);
 	bool		should_free;
 	uint32		length;
-	char	   *bytes = slot_tuple_bytes(store, slot, &length, &should_free);
-	bool		done = stream_record(store, keys, nulls, bytes, length);
+	char	   *bytes;
+	bool		done;
 
+	if (formed > 0)
+	{
+		char	   *into = stream_reserve(store, keys, nulls, formed);
+
+		if (into == NULL)
+			return false;
+		tuple_former_fill(&store->former, slot, into);
+		return true;
+	}
+	bytes = slot_tuple_bytes(slot, &length, &should_free);
+	done = stream_record(store, keys, nulls, bytes, length);
 	if (should_free)
 		pfree(bytes);
 	return done;

@@ -201,15 +201,14 @@ fill_data(const TupleFormer *former, const Datum *values, const bool *isnull, ch
 	return infomask;
 }
 
-MinimalTuple
-tuple_former_form(TupleFormer *former, TupleTableSlot *slot)
+Size
+tuple_former_measure(TupleFormer *former, TupleTableSlot *slot)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
 	bool		hasnull = false;
 	Size		header_size;
 	Size		data_length;
 	Size		length;
-	MinimalTuple tuple;
 
 	if (desc != former->described)
 		describe(former, desc);
@@ -217,39 +216,42 @@ tuple_former_form(TupleFormer *former, TupleTableSlot *slot)
 	for (int i = 0; i < former->natts; i++)
 		hasnull |= slot->tts_isnull[i];
 	if (!data_size(former, slot->tts_values, slot->tts_isnull, &data_length))
-		return NULL;
+		return 0;
 	header_size = SizeofMinimalTupleHeader;
 	if (hasnull)
 		header_size += BITMAPLEN(former->natts);
 	header_size = MAXALIGN(header_size);
 	length = header_size + data_length;
 	if (!AllocSizeIsValid(length))
-		return NULL;			/* PostgreSQL's forming says what is wrong */
+		return 0;				/* PostgreSQL's forming says what is wrong */
+	former->measured_slot = slot;
+	former->hasnull = hasnull;
+	former->header_size = header_size;
+	former->length = length;
+	return length;
+}
 
-	if (length > former->buffer_size)
-	{
-		Size		size = Max(length, 2 * former->buffer_size);
+MinimalTuple
+tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into)
+{
+	MinimalTuple tuple = (MinimalTuple) into;
+	Size		header_size = former->header_size;
 
-		size = Max(size, 1024);
-		if (former->buffer != NULL)
-			pfree(former->buffer);
-		former->buffer = MemoryContextAlloc(former->context, Min(size, MaxAllocSize));
-		former->buffer_size = Min(size, MaxAllocSize);
-	}
+	Assert(former->measured_slot == slot);
 	/* the header's fields are set, not or-ed into the zeroed header: a
 	 * load just after memset()'s stores waits for them */
-	tuple = (MinimalTuple) former->buffer;
 	memset(tuple, 0, header_size);
-	tuple->t_len = length;
+	tuple->t_len = former->length;
 	tuple->t_infomask2 = former->natts;	/* HeapTupleHeaderSetNatts() */
 	tuple->t_hoff = header_size + MINIMAL_TUPLE_OFFSET;
-	if (hasnull)
+	if (former->hasnull)
 	{
 		for (int i = 0; i < former->natts; i++)
 			if (!slot->tts_isnull[i])
 				tuple->t_bits[i >> 3] |= 1 << (i & 7);
 	}
-	tuple->t_infomask = (hasnull ? HEAP_HASNULL : 0) |
-		fill_data(former, slot->tts_values, slot->tts_isnull, (char *) tuple + header_size);
+	tuple->t_infomask = (former->hasnull ? HEAP_HASNULL : 0) |
+		fill_data(former, slot->tts_values, slot->tts_isnull, into + header_size);
+	former->measured_slot = NULL;
 	return tuple;
 }

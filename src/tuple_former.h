@@ -6,9 +6,10 @@
  * into a tuple. PostgreSQL's heap_form_minimal_tuple() forms them into
  * fresh zeroed memory with a fill loop that looks up every attribute
  * anew; for a join below GpuSort that was the largest cost of storing a
- * row. A TupleFormer forms the same bytes into a buffer it reuses, with
- * the descriptor's attributes looked at once (bench/README.md, "Forming a
- * join's rows").
+ * row. A TupleFormer forms the same bytes straight into the memory that
+ * keeps the row (the row store's arena, or the slot it shares with the GPU
+ * service), with the descriptor's attributes looked at once
+ * (bench/README.md, "Forming a join's rows").
  */
 #ifndef GPUSORT_TUPLE_FORMER_H
 #define GPUSORT_TUPLE_FORMER_H
@@ -31,18 +32,27 @@ typedef struct TupleFormer
 	TupleDesc	described;		/* the descriptor attributes[] is for */
 	int			natts;
 	TupleFormerAttribute *attributes;
-	char	   *buffer;			/* the last tuple formed, MAXALIGNed */
-	Size		buffer_size;
-	MemoryContext context;		/* where attributes[] and buffer live */
+	MemoryContext context;		/* where attributes[] lives */
+	/* what tuple_former_measure() found, for tuple_former_fill() */
+	TupleTableSlot *measured_slot;
+	bool		hasnull;
+	Size		header_size;
+	Size		length;
 } TupleFormer;
 
 extern void tuple_former_init(TupleFormer *former, MemoryContext context);
 
 /*
- * The slot's row as a minimal tuple in the former's buffer (valid until
- * the next call), or NULL where a value needs PostgreSQL's own forming (an
- * expanded object, to be flattened).
+ * The length of the minimal tuple the slot's row forms, or 0 where a value
+ * needs PostgreSQL's own forming (an expanded object, to be flattened).
  */
-extern MinimalTuple tuple_former_form(TupleFormer *former, TupleTableSlot *slot);
+extern Size tuple_former_measure(TupleFormer *former, TupleTableSlot *slot);
+
+/*
+ * The row just measured, formed at `into` (MAXALIGNed, room for the
+ * measured length): the caller's memory, so that a row is written once,
+ * where it is kept.
+ */
+extern MinimalTuple tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into);
 
 #endif							/* GPUSORT_TUPLE_FORMER_H */
