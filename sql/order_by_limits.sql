@@ -185,6 +185,38 @@ SELECT both_ways('SELECT f.v, r.id FROM few f JOIN rough r ON r.id = f.id ORDER 
   AS presorted_input_freed;
 SELECT count(*) FROM (SELECT f.v, r.k FROM few f JOIN rough r ON r.id = f.id ORDER BY f.v) s;
 RESET enable_hashjoin;
+-- Under a LIMIT each process's GpuSort keeps the best LIMIT + OFFSET rows
+-- of its share, and Gather Merge reads the top of those: keys with ties,
+-- DESC, NULLs, an int8 key, OFFSET, and a bound past the rows there are.
+SELECT q, both_ways(q) FROM (VALUES
+  ('SELECT k, id FROM rough ORDER BY k DESC, id LIMIT 25 OFFSET 7'),
+  ('SELECT k, b, id FROM rough_nulls ORDER BY k NULLS FIRST, b DESC, id LIMIT 40'),
+  ('SELECT b, id FROM rough_nulls ORDER BY b DESC, id LIMIT 30 OFFSET 19950'),
+  ('SELECT k, id FROM rough WHERE id % 5 = 0 ORDER BY k, id LIMIT 5000'),
+  ('SELECT id % 7 AS r, k, id FROM rough ORDER BY id % 7, k, id LIMIT 3 OFFSET 2')
+) v(q);
+-- The bound of a generic plan: each process evaluates $1 and $2 itself.
+-- An initplan's output is not theirs to evaluate: no bound below the
+-- Gather Merge then, and the Limit above keeps its rows.
+SET plan_cache_mode = force_generic_plan;
+PREPARE par_top(int, int) AS SELECT k, id FROM rough ORDER BY k, id LIMIT $1 OFFSET $2;
+EXPLAIN (COSTS OFF) EXECUTE par_top(6, 3);
+EXECUTE par_top(6, 3);
+EXECUTE par_top(4, 19990);
+CREATE FUNCTION top_par(n int, skip int) RETURNS SETOF rough LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT * FROM rough ORDER BY k DESC, id LIMIT n OFFSET skip;
+END $$;
+SELECT array(SELECT top_par(12, 100)) AS gpusort_generic \gset
+SET gpusort.enabled = off;
+DISCARD PLANS;
+SELECT array(SELECT top_par(12, 100)) = :'gpusort_generic' AS same_as_postgresql;
+SELECT k, id FROM rough ORDER BY k, id LIMIT 6 OFFSET 3;
+SELECT k, id FROM rough ORDER BY k, id LIMIT 4 OFFSET 19990;
+RESET gpusort.enabled;
+RESET plan_cache_mode;
+EXPLAIN (COSTS OFF) SELECT k, id FROM rough ORDER BY k, id LIMIT (SELECT 5);
+SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT (SELECT 5)') AS initplan_limit;
 SET gpusort.min_rows = 1000000000;
 -- with the cost model deciding, whatever it picks is right
 SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT 10') IN

@@ -26,8 +26,9 @@
  * Where the input has partial paths, two parallel shapes are offered too
  * (never approximate), and add_path() weighs them against the rest:
  *   - a Gather Merge over partial GpuSorts, each process sorting its share
- *     (the shape for LIMIT queries, whose top rows Gather Merge reads
- *     without sorting the rest);
+ *     (the shape for LIMIT queries: under a bound each process keeps its
+ *     share's best LIMIT + OFFSET rows, and Gather Merge reads the top
+ *     rows of those);
  *   - the parallel sort (parallel_sort.c): a GpuSort that merges the
  *     sorted runs its Gather's processes left in temporary files, so the
  *     rows travel through a Gather tuple queue not at all (the shape for a
@@ -45,6 +46,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -469,6 +471,34 @@ limit_expressions(PlannerInfo *root)
 	return list_make2(copyObject(count), copyObject(parse->limitOffset));
 }
 
+/* Is there a Param other than the query's own ($1, which parallel workers
+ * get too), such as an initplan's output? */
+static bool
+has_non_extern_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	return expression_tree_walker(node, has_non_extern_param, context);
+}
+
+/*
+ * The bound of a partial GpuSort, evaluated in each parallel process: the
+ * LIMIT's expressions where every process can evaluate them (constants,
+ * the query's parameters, parallel-safe functions), else NIL (no bound).
+ */
+static List *
+partial_limit_expressions(PlannerInfo *root)
+{
+	List	   *exprs = limit_expressions(root);
+
+	if (exprs == NIL || has_non_extern_param((Node *) exprs, NULL) ||
+		!is_parallel_safe(root, (Node *) exprs))
+		return NIL;
+	return exprs;
+}
+
 /*
  * The path GpuSort reads. Not input_rel->cheapest_total_path: PostgreSQL's
  * create_ordered_paths() has already run, it hands the input rel's
@@ -517,9 +547,10 @@ input_to_sort(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
  * are not GpuSort's. A partial one (over a partial path, for a Gather Merge
  * above it) runs in each parallel worker and the leader over their share of
  * the rows: it is never approximate (the approximate guarantee is about the
- * whole result, and Gather Merge needs each input in exact order) and never
- * bounded (each process keeps all of its rows). A partition's (child: its
- * rel, for a Merge Append above) is exact too, and bounded like the whole.
+ * whole result, and Gather Merge needs each input in exact order), and
+ * under a LIMIT each process keeps the best LIMIT + OFFSET rows of its
+ * share, as PostgreSQL's partial Sorts do. A partition's (child: its rel,
+ * for a Merge Append above) is exact too, and bounded like the whole.
  */
 static CustomPath *
 make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool partial,
@@ -546,7 +577,7 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 		input->rows * (partial ? Max(input->parallel_workers, 1) : 1) < gpusort_min_rows)
 		return NULL;
 	info.algorithm = gpusort_algorithm;
-	limit_exprs = partial ? NIL : limit_expressions(root);
+	limit_exprs = partial ? partial_limit_expressions(root) : limit_expressions(root);
 	info.bounded = limit_exprs != NIL;
 
 	path = makeNode(CustomPath);
@@ -588,7 +619,7 @@ project_to_final_target(PlannerInfo *root, RelOptInfo *output_rel, Path *path)
  * bounded (reading every row on one core to keep a few) lost to
  * PostgreSQL's parallel plans on the GPU machine (bench/README.md), whose
  * costs for Gather Merge are high enough that the planner would pick it.
- * There only the partial GpuSorts (for full sorts) compete. The
+ * There only the partial GpuSorts compete. The
  * approximate opt-in is not a matter of speed, and gpusort.min_rows = 0
  * (tests) wants GpuSort wherever it can run.
  */
@@ -782,13 +813,12 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	 * Gather Merge over partial GpuSorts, as PostgreSQL builds Gather Merge
 	 * over partial Sorts: each parallel process reads, encodes and sorts
 	 * its share of the rows (through the GPU service), the leader merges.
-	 * Not for the approximate opt-in, nor where the partial input comes
-	 * in order already, nor under a LIMIT: a partial GpuSort is unbounded
-	 * (a bound would be evaluated in the workers, which may not have the
-	 * values of the Limit's parameters), and a bounded GpuSort over a
-	 * Gather keeps only LIMIT + OFFSET rows.
+	 * Under a LIMIT each process keeps its share's best rows. Not for the
+	 * approximate opt-in, nor where the partial input comes in order
+	 * already. The parallel sort not under a known bound: it merges
+	 * every share's rows.
 	 */
-	if (!approximate && root->limit_tuples < 0 && parallel_possible)
+	if (!approximate && parallel_possible)
 	{
 		Path	   *cheapest_partial = (Path *) linitial(input_rel->partial_pathlist);
 
@@ -796,7 +826,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		{
 			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, NULL,
 										&unused);
-			if (partial != NULL)
+			if (partial != NULL && root->limit_tuples < 0)
 				parallel_sort = make_parallel_sort_path(root, output_rel, cheapest_partial);
 		}
 	}
