@@ -130,6 +130,58 @@ SELECT merged_both_ways('SELECT f.v, (SELECT s.id FROM
   FROM few f') AS subplan_stops_early;
 RESET enable_gathermerge;
 
+-- Under a LIMIT: Gather Merge over GpuSorts, each keeping the best LIMIT +
+-- OFFSET rows of its process's share. Each reads the table pages its
+-- Parallel Seq Scan hands it (gpusort.read_table_pages): dead, updated and
+-- NULL-keyed rows among them; then the same through the scans.
+CREATE FUNCTION bounded_both_ways(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  wrapped text := format('SELECT array(SELECT q::text FROM (%s) q)', query);
+  plan text;
+  shape text := '';
+  pages boolean := false;
+  gpu text[];
+  pg text[];
+BEGIN
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || wrapped LOOP
+    IF plan ~ '(Gather Merge|GpuSort|Bound:)' THEN
+      shape := shape || substring(plan from '(Gather Merge|GpuSort|Bound:)') || ' ';
+    END IF;
+  END LOOP;
+  FOR plan IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+    pages := pages OR plan LIKE '%Table Pages Read by GpuSort%';
+  END LOOP;
+  EXECUTE wrapped INTO gpu;
+  SET LOCAL gpusort.enabled = off;
+  EXECUTE wrapped INTO pg;
+  SET LOCAL gpusort.enabled = on;
+  RETURN CASE WHEN shape <> 'Gather Merge GpuSort Bound: ' THEN 'plan: ' || shape
+              WHEN gpu IS DISTINCT FROM pg THEN format('differ: %s rows against %s: %s / %s',
+                   cardinality(gpu), cardinality(pg), gpu[1:8], pg[1:8])
+              ELSE format('same %s rows, pages read: %s', cardinality(pg), pages) END;
+END $$;
+CREATE TABLE par_pages AS SELECT * FROM par;
+ALTER TABLE par_pages SET (autovacuum_enabled = off);
+DELETE FROM par_pages WHERE id % 9 = 0;
+UPDATE par_pages SET k = k + 1 WHERE id % 4 = 0;
+ANALYZE par_pages;
+SET parallel_tuple_cost = 0;  -- Gather Merge also for the larger bounds
+EXPLAIN (COSTS OFF) SELECT * FROM par_pages ORDER BY k, id LIMIT 10;
+SELECT q, bounded_both_ways(q) FROM (VALUES
+  ('SELECT * FROM par_pages ORDER BY k, id LIMIT 10'),
+  ('SELECT k, id FROM par_pages ORDER BY k DESC, id LIMIT 300 OFFSET 20'),
+  ('SELECT b, id FROM par_pages ORDER BY b NULLS FIRST, id LIMIT 2500'),
+  ('SELECT id, b FROM par_pages ORDER BY b DESC, id LIMIT 5 OFFSET 26000'),
+  ('SELECT k, id FROM par_pages WHERE id % 2 = 0 ORDER BY k, id LIMIT 40')
+) v(q);
+SET gpusort.read_table_pages = off;
+SELECT bounded_both_ways('SELECT k, id FROM par_pages ORDER BY k DESC, id LIMIT 300 OFFSET 20')
+  AS through_the_scans;
+RESET gpusort.read_table_pages;
+RESET parallel_tuple_cost;
+-- a full sort's shares read the pages too
+SELECT merged_both_ways('SELECT b, k, id FROM par_pages ORDER BY b, k DESC, id') AS shares_read_pages;
+
 -- (a client fetching a few rows at a time runs the plan without parallel
 -- workers: test/check_fetch_size.py covers that)
 

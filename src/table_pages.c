@@ -1,12 +1,14 @@
 /*
  * table_pages.c — a GpuSort reading its Seq Scan child's table itself.
  *
- * A Seq Scan with no filter and no parallel awareness does nothing for
- * the sort above it but find the visible tuples (and pick their columns),
- * and it does that one executor call per row. Here GpuSort reads the pages
- * as that scan would in page-at-a-time mode, with its snapshot and buffer
- * strategy: heapgetpage() prunes the page, checks visibility (and
- * serializable conflicts) and pins it. Each visible tuple's keys are read
+ * A Seq Scan with no filter does nothing for the sort above it but find
+ * the visible tuples (and pick their columns), and it does that one
+ * executor call per row. Here GpuSort reads the pages as that scan would
+ * in page-at-a-time mode, with its snapshot and buffer strategy:
+ * heapgetpage() prunes the page, checks visibility (and serializable
+ * conflicts) and pins it. A Parallel Seq Scan's pages come from its
+ * parallel scan, block by block as the processes ask for them, through
+ * the scan the executor set up for this process. Each visible tuple's keys are read
  * where it lies on the page; only a row the row store keeps is put in the
  * scan's slot and, where the scan picks columns (plain column references
  * only), projected by the scan's own projection. So a bounded sort's rows
@@ -54,6 +56,18 @@ table_columns(PlanState *child, AttrNumber *columns)
 	return true;
 }
 
+/* The child's parallel scan, or NULL where it has none: not parallel
+ * aware, or given no shared memory (a cursor), so it scans alone. */
+static TableScanDesc
+parallel_scan(PlanState *child)
+{
+	TableScanDesc scan = ((ScanState *) child)->ss_currentScanDesc;
+
+	if (!child->plan->parallel_aware || scan == NULL || scan->rs_parallel == NULL)
+		return NULL;
+	return scan;
+}
+
 /*
  * Whether the child is a Seq Scan whose rows GpuSort can read from the
  * table pages with the same result. Not while EvalPlanQual rechecks rows
@@ -67,7 +81,7 @@ table_pages_usable(PlanState *child)
 
 	if (!gpusort_read_table_pages || !IsA(child, SeqScanState))
 		return false;
-	if (child->plan->parallel_aware || child->qual != NULL)
+	if (child->qual != NULL || (child->plan->parallel_aware && parallel_scan(child) == NULL))
 		return false;
 	if (child->ps_ProjInfo != NULL && !table_columns(child, NULL))
 		return false;
@@ -93,10 +107,34 @@ scan_row(PlanState *child, HeapTuple tuple, Buffer buffer)
 }
 
 /*
+ * The next block to read: of a scan alone, the one after `previous`, from
+ * block 0 on (as a scan that may not join a synchronized one reads: the
+ * rows' order does not matter to the sort); of a parallel scan, the next
+ * one it hands this process. InvalidBlockNumber at the end.
+ */
+static BlockNumber
+next_block(TableScanDesc scan, BlockNumber previous)
+{
+	HeapScanDesc heap = (HeapScanDesc) scan;
+
+	if (scan->rs_parallel != NULL)
+	{
+		ParallelBlockTableScanDesc shared = (ParallelBlockTableScanDesc) scan->rs_parallel;
+
+		if (previous == InvalidBlockNumber)
+			table_block_parallelscan_startblock_init(scan->rs_rd, heap->rs_parallelworkerdata,
+													 shared);
+		return table_block_parallelscan_nextpage(scan->rs_rd, heap->rs_parallelworkerdata,
+												 shared);
+	}
+	if (previous == InvalidBlockNumber)
+		return heap->rs_nblocks > 0 ? 0 : InvalidBlockNumber;
+	return previous + 1 < heap->rs_nblocks ? previous + 1 : InvalidBlockNumber;
+}
+
+/*
  * Puts every row the child would return into the store, sorted as `spec`
  * says (its keys are columns of the child's rows); returns the pages read.
- * From block 0 on, as a scan that may not join a synchronized one does:
- * the rows' order does not matter to the sort.
  */
 int64
 table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
@@ -108,11 +146,13 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 	AttrNumber	columns[MaxHeapAttributeNumber];
 	AttrNumber	table_key_attno[GS_MAX_KEY_COLUMNS];
 	KeyReader	keys_on_page;
-	TableScanDesc scan;
+	TableScanDesc scan = parallel_scan(child);
+	bool		own_scan = scan == NULL;
 	HeapScanDesc heap;
 	HeapTupleData tuple;
 	double		rows = 0;
-	BlockNumber block = 0;
+	int64		pages = 0;
+	BlockNumber block = InvalidBlockNumber;
 
 	/* the keys' columns in the table's tuples */
 	for (int k = 0; k < nkeys; k++)
@@ -128,13 +168,14 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 
 	if (child->instrument)
 		InstrStartNode(child->instrument);
-	scan = table_beginscan_strat(relation, child->state->es_snapshot, 0, NULL, true, false);
+	if (own_scan)
+		scan = table_beginscan_strat(relation, child->state->es_snapshot, 0, NULL, true, false);
 	heap = (HeapScanDesc) scan;
 	/* heapgetpage() lists the visible tuples only in page-at-a-time mode */
 	if (!(scan->rs_flags & SO_ALLOW_PAGEMODE))
 		elog(ERROR, "gpusort: the table scan is not in page-at-a-time mode");
 	tuple.t_tableOid = RelationGetRelid(relation);
-	for (; block < heap->rs_nblocks; block++)
+	while ((block = next_block(scan, block)) != InvalidBlockNumber)
 	{
 		Page		page;
 
@@ -160,7 +201,7 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 		}
 		rows += heap->rs_ntuples;
 		/* the first page's rows are the scan's first: its startup time */
-		if (block == 0 && child->instrument)
+		if (pages++ == 0 && child->instrument)
 		{
 			InstrStopNode(child->instrument, rows);
 			InstrStartNode(child->instrument);
@@ -171,8 +212,10 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 	ExecClearTuple(node->ss_ScanTupleSlot);
 	if (child->ps_ProjInfo != NULL)
 		ExecClearTuple(child->ps_ResultTupleSlot);
-	table_endscan(scan);
+	/* a parallel scan is the child's: it ends (or starts again) there */
+	if (own_scan)
+		table_endscan(scan);
 	if (child->instrument)
 		InstrStopNode(child->instrument, rows);
-	return block;
+	return pages;
 }
