@@ -78,9 +78,15 @@ timed_run() {
     sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p'
 }
 
-# the sort node at the top of a plan, in words
+# the sort node at the top of a plan, in words; a Gather Merge over
+# partial GpuSorts is Gather_Merge_over_GpuSort
 top_sort() {
-  grep -oE "Custom Scan \(GpuSort\)|Gather Merge|Incremental Sort|Sort|Limit" | grep -v Limit | head -n 1 | tr ' ' '_'
+  local nodes
+  nodes=$(grep -oE "Custom Scan \(GpuSort\)|Gather Merge|Incremental Sort|Sort" | head -n 2 | tr '\n' '|')
+  case "$nodes" in
+    "Gather Merge|Custom Scan (GpuSort)|") echo Gather_Merge_over_GpuSort ;;
+    *) echo "${nodes%%|*}" | tr ' ' '_' ;;
+  esac
 }
 
 for wm in $work_mems; do
