@@ -300,10 +300,21 @@ END $$;
 SELECT rows_kept('SELECT * FROM big ORDER BY k DESC LIMIT 20000') AS spilled_bound_kept;
 RESET work_mem;
 -- with the costs deciding: where parallel workers could read the input, a
--- bounded GpuSort (one core reading every row) is not offered, and
--- PostgreSQL's own plan stays; without workers GpuSort takes it
+-- serial bounded GpuSort (one core reading every row) is not offered; a
+-- Gather Merge over bounded partial GpuSorts is, and wins or loses to
+-- PostgreSQL's plans by the costs (with a GPU expected, or not, they
+-- differ); without workers GpuSort takes it
 RESET gpusort.min_rows;
-EXPLAIN (COSTS OFF) SELECT * FROM big ORDER BY k LIMIT 100000;
+CREATE FUNCTION below_limit(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF line ~ '->' THEN RETURN regexp_replace(line, '^\s*->\s*', ''); END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+SELECT below_limit('SELECT * FROM big ORDER BY k LIMIT 100000') IN ('Sort', 'Gather Merge')
+  AS no_serial_bounded_gpusort;
 SET max_parallel_workers_per_gather = 0;
 EXPLAIN (COSTS OFF) SELECT * FROM big ORDER BY k LIMIT 100000;
 RESET max_parallel_workers_per_gather;

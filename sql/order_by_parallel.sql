@@ -178,6 +178,21 @@ SET gpusort.read_table_pages = off;
 SELECT bounded_both_ways('SELECT k, id FROM par_pages ORDER BY k DESC, id LIMIT 300 OFFSET 20')
   AS through_the_scans;
 RESET gpusort.read_table_pages;
+-- a subplan runs the Gather Merge again for every outer row, with new
+-- workers: each process's share is read anew (a rewound share would
+-- repeat rows the other processes read this time)
+ALTER TABLE few SET (parallel_workers = 0);
+EXPLAIN (COSTS OFF)
+SELECT f.v, (SELECT count(*) FROM (SELECT id, k FROM par_pages ORDER BY k, id LIMIT 300) s
+             WHERE s.id + f.v > 0)
+FROM few f;
+SELECT f.v, (SELECT count(*) || ' rows, ' || count(DISTINCT s.id) || ' distinct, sum ' || sum(s.id)
+             FROM (SELECT id, k FROM par_pages ORDER BY k, id LIMIT 300) s
+             WHERE s.id + f.v > 0) AS top_300
+FROM few f;
+SET gpusort.enabled = off;
+SELECT sum(id) AS postgresql_sum FROM (SELECT id FROM par_pages ORDER BY k, id LIMIT 300) s;
+RESET gpusort.enabled;
 RESET parallel_tuple_cost;
 -- a full sort's shares read the pages too
 SELECT merged_both_ways('SELECT b, k, id FROM par_pages ORDER BY b, k DESC, id') AS shares_read_pages;
