@@ -8,11 +8,11 @@
  * heapgetpage() prunes the page, checks visibility (and serializable
  * conflicts) and pins it. A Parallel Seq Scan's pages come from its
  * parallel scan, block by block as the processes ask for them, through
- * the scan the executor set up for this process. Each visible tuple's keys are read
- * where it lies on the page; only a row the row store keeps is put in the
- * scan's slot and, where the scan picks columns (plain column references
- * only), projected by the scan's own projection. So a bounded sort's rows
- * past its threshold cost a few loads each.
+ * the scan the executor set up for this process. Each visible tuple's
+ * keys are read where it lies on the page; only a row the row store keeps
+ * is put in the scan's slot and, where the scan picks columns (plain
+ * column references only), projected by the scan's own projection. So a
+ * bounded sort's rows past its threshold cost a few loads each.
  *
  * The Seq Scan node is not run, but its instrumentation counts what was
  * read here, so EXPLAIN ANALYZE shows its rows and buffers as before.
