@@ -415,20 +415,22 @@ INSERT INTO pages SELECT i, (random() * 100000)::int, md5(i::text),
   CASE WHEN i % 5 = 0 THEN NULL ELSE i % 1000 END FROM generate_series(30001, 36000) i;
 ANALYZE pages;
 -- read_pages(query): whether GpuSort read the table pages, and the Seq
--- Scan's rows in EXPLAIN ANALYZE
+-- Scan's rows (and those its filter removed) in EXPLAIN ANALYZE
 CREATE FUNCTION read_pages(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE line text; pages boolean := false; scan_rows text;
+DECLARE line text; pages boolean := false; scan_rows text; removed text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
     pages := pages OR line ~ 'Table Pages Read by GpuSort: [1-9]';
     IF line ~ 'Seq Scan' THEN scan_rows := substring(line from 'rows=(\d+)'); END IF;
+    IF line ~ 'Rows Removed by Filter' THEN removed := substring(line from '(\d+)'); END IF;
   END LOOP;
-  RETURN format('pages read: %s, scan rows: %s', pages, scan_rows);
+  RETURN format('pages read: %s, scan rows: %s', pages, scan_rows) ||
+    coalesce(', removed by filter: ' || removed, '');
 END $$;
 SELECT read_pages('SELECT * FROM pages ORDER BY k') AS pages_unbounded,
        read_pages('SELECT * FROM pages ORDER BY k LIMIT 10') AS pages_bounded,
        read_pages('SELECT id, k FROM pages ORDER BY k') AS projected_by_scan,
-       read_pages('SELECT * FROM pages WHERE id > 5 ORDER BY k') AS filtered_by_scan;
+       read_pages('SELECT * FROM pages WHERE id > 5 ORDER BY k') AS filtered;
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT * FROM pages ORDER BY k', 'k'),
   ('SELECT * FROM pages ORDER BY k DESC, id LIMIT 100', 'k, id'),
@@ -440,6 +442,19 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50', 'id')) v(q, k);
 SELECT read_pages('SELECT pad, k, id FROM pages ORDER BY k, id LIMIT 300') AS pages_projected,
        read_pages('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50') AS computed_by_scan;
+-- a filter on the scan: evaluated for every visible tuple, as the scan
+-- would (so its counts are the scan's own), before the keys; NULL results
+-- remove the row; an outer row's value in a rescan
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM pages WHERE id % 3 = 1 ORDER BY k DESC, id LIMIT 200', 'k, id'),
+  ('SELECT * FROM pages WHERE late > 500 ORDER BY k, id', 'k, id'),
+  ('SELECT id, k FROM pages WHERE pad LIKE ''a%'' ORDER BY k, id LIMIT 30', 'k, id'),
+  ('SELECT o.n, s.* FROM (VALUES (1), (7), (300)) o(n),
+    LATERAL (SELECT * FROM pages WHERE id % o.n = 0 ORDER BY k, id LIMIT 25) s', 'n, k, id')) v(q, k);
+SELECT read_pages('SELECT * FROM pages WHERE late > 500 ORDER BY k, id LIMIT 10') AS filtered_bounded;
+SET gpusort.read_table_pages = off;
+SELECT read_pages('SELECT * FROM pages WHERE late > 500 ORDER BY k, id LIMIT 10') AS through_the_scan;
+RESET gpusort.read_table_pages;
 BEGIN;  -- this transaction's own deletes, updates and inserts
 DELETE FROM pages WHERE id % 7 = 0;
 UPDATE pages SET k = -k WHERE id % 11 = 0;
@@ -447,6 +462,7 @@ INSERT INTO pages SELECT i, i, 'new', NULL FROM generate_series(40001, 41000) i;
 SELECT read_pages('SELECT * FROM pages ORDER BY k LIMIT 10') AS pages_in_transaction;
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT * FROM pages ORDER BY k', 'k'),
+  ('SELECT * FROM pages WHERE pad <> ''new'' ORDER BY k, id LIMIT 700', 'k, id'),
   ('SELECT * FROM pages ORDER BY k, id LIMIT 500', 'k, id'),
   ('SELECT * FROM pages ORDER BY late NULLS FIRST, k DESC, id LIMIT 2000', 'late, k, id')) v(q, k);
 ROLLBACK;

@@ -309,8 +309,8 @@ disk_pages(Path *input, int nkeys, double rows)
 
 /*
  * Will GpuSort read the input's table pages itself (table_pages.c)? A Seq
- * Scan (or Parallel Seq Scan) of a table with no filter, returning some of
- * its columns. The executor checks the rest (the table's access method, a
+ * Scan (or Parallel Seq Scan) of a table, returning some of its columns
+ * (its filter, if any, is evaluated as the scan would). The executor checks the rest (the table's access method, a
  * parallel scan's shared memory) when it runs.
  */
 static bool
@@ -321,7 +321,7 @@ reads_table_pages(PlannerInfo *root, Path *input)
 
 	if (!gpusort_read_table_pages || input->pathtype != T_SeqScan ||
 		input->param_info != NULL || rel->reloptkind != RELOPT_BASEREL ||
-		rel->baserestrictinfo != NIL || planner_rt_fetch(rel->relid, root)->rtekind != RTE_RELATION)
+		planner_rt_fetch(rel->relid, root)->rtekind != RTE_RELATION)
 		return false;
 	foreach(lc, input->pathtarget->exprs)
 	{

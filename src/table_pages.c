@@ -1,18 +1,20 @@
 /*
  * table_pages.c — a GpuSort reading its Seq Scan child's table itself.
  *
- * A Seq Scan with no filter does nothing for the sort above it but find
- * the visible tuples (and pick their columns), and it does that one
+ * A Seq Scan does nothing for the sort above it but find the visible
+ * tuples (filter them, and pick their columns), and it does that one
  * executor call per row. Here GpuSort reads the pages as that scan would
  * in page-at-a-time mode, with its snapshot and buffer strategy:
  * heapgetpage() prunes the page, checks visibility (and serializable
  * conflicts) and pins it. A Parallel Seq Scan's pages come from its
  * parallel scan, block by block as the processes ask for them, through
- * the scan the executor set up for this process. Each visible tuple's
- * keys are read where it lies on the page; only a row the row store keeps
- * is put in the scan's slot and, where the scan picks columns (plain
- * column references only), projected by the scan's own projection. So a
- * bounded sort's rows past its threshold cost a few loads each.
+ * the scan the executor set up for this process. A filter is evaluated
+ * for every visible tuple, as the scan would, so that the scan's counts
+ * in EXPLAIN ANALYZE stay exact. Each passing tuple's keys are read where
+ * it lies on the page; only a row the row store keeps is put together
+ * and, where the scan picks columns (plain column references only),
+ * projected by the scan's own projection. So a bounded sort's rows past
+ * its threshold cost a few loads each (and the filter).
  *
  * The Seq Scan node is not run, but its instrumentation counts what was
  * read here, so EXPLAIN ANALYZE shows its rows and buffers as before.
@@ -81,7 +83,7 @@ table_pages_usable(PlanState *child)
 
 	if (!gpusort_read_table_pages || !IsA(child, SeqScanState))
 		return false;
-	if (child->qual != NULL || (child->plan->parallel_aware && parallel_scan(child) == NULL))
+	if (child->plan->parallel_aware && parallel_scan(child) == NULL)
 		return false;
 	if (child->ps_ProjInfo != NULL && !table_columns(child, NULL))
 		return false;
@@ -89,6 +91,23 @@ table_pages_usable(PlanState *child)
 		return false;
 	return scan->ss_currentRelation->rd_tableam == GetHeapamTableAmRoutine() &&
 		TTS_IS_BUFFERTUPLE(scan->ss_ScanTupleSlot);
+}
+
+/* Does the tuple pass the scan's filter? Those that do not are counted as
+ * the scan counts them (Rows Removed by Filter). */
+static bool
+passes_filter(PlanState *child, HeapTuple tuple, Buffer buffer)
+{
+	ScanState  *scan = (ScanState *) child;
+	ExprContext *econtext = child->ps_ExprContext;
+
+	ResetExprContext(econtext);
+	ExecStoreBufferHeapTuple(tuple, scan->ss_ScanTupleSlot, buffer);
+	econtext->ecxt_scantuple = scan->ss_ScanTupleSlot;
+	if (ExecQual(child->qual, econtext))
+		return true;
+	InstrCountFiltered1(child, 1);
+	return false;
 }
 
 /* The row as the scan returns it: the tuple, or its projection. */
@@ -194,12 +213,14 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 			tuple.t_len = ItemIdGetLength(item);
 			ItemPointerSet(&tuple.t_self, block, offset);
 			pgstat_count_heap_getnext(relation);
+			if (child->qual != NULL && !passes_filter(child, &tuple, heap->rs_cbuf))
+				continue;
+			rows++;
 			if (!key_reader_read_heap(&keys_on_page, descriptor, &tuple, keys, nulls))
 				row_store_put(store, scan_row(child, &tuple, heap->rs_cbuf));
 			else if (row_store_wants(store, keys, nulls))
 				row_store_keep(store, keys, nulls, scan_row(child, &tuple, heap->rs_cbuf));
 		}
-		rows += heap->rs_ntuples;
 		/* the first page's rows are the scan's first: its startup time */
 		if (pages++ == 0 && child->instrument)
 		{
