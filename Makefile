@@ -36,7 +36,7 @@ GPUD = service/gpusort-gpud
 
 REGRESS = setup array_sort array_functions order_by order_by_limits \
 	order_by_cursor order_by_explain order_by_parallel approximate errors upgrade
-ISOLATION = skip_locked
+ISOLATION = skip_locked epq_table_pages
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
