@@ -130,11 +130,11 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpusort.read_table_pages",
-							 "Lets a GpuSort read the table pages of a plain Seq Scan below it itself.",
-							 "Where the scan has no filter, computes no column and is not "
-							 "parallel, GpuSort finds the visible rows on the pages as "
-							 "the scan would, without an executor call per row. Off: the "
-							 "scan runs as usual.",
+							 "Lets a GpuSort read the table pages of a Seq Scan below it itself.",
+							 "Where the scan (parallel or not) computes no column, GpuSort "
+							 "finds the visible rows on the pages and applies the scan's "
+							 "filter as the scan would, without an executor call per row. "
+							 "Off: the scan runs as usual.",
 							 &gpusort_read_table_pages, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 

@@ -310,8 +310,9 @@ disk_pages(Path *input, int nkeys, double rows)
 /*
  * Will GpuSort read the input's table pages itself (table_pages.c)? A Seq
  * Scan (or Parallel Seq Scan) of a table, returning some of its columns
- * (its filter, if any, is evaluated as the scan would). The executor checks the rest (the table's access method, a
- * parallel scan's shared memory) when it runs.
+ * (its filter, if any, is evaluated as the scan would). The executor
+ * checks the rest (the table's access method, a parallel scan's shared
+ * memory) when it runs.
  */
 static bool
 reads_table_pages(PlannerInfo *root, Path *input)
@@ -620,9 +621,9 @@ project_to_final_target(PlannerInfo *root, RelOptInfo *output_rel, Path *path)
  * bounded (reading every row on one core to keep a few) lost to
  * PostgreSQL's parallel plans on the GPU machine (bench/README.md), whose
  * costs for Gather Merge are high enough that the planner would pick it.
- * There only the partial GpuSorts compete. The
- * approximate opt-in is not a matter of speed, and gpusort.min_rows = 0
- * (tests) wants GpuSort wherever it can run.
+ * There only the partial GpuSorts compete. The approximate opt-in is not
+ * a matter of speed, and gpusort.min_rows = 0 (tests) wants GpuSort
+ * wherever it can run.
  */
 static bool
 serial_loses_to_parallel(PlannerInfo *root, CustomPath *path, bool parallel_possible)

@@ -201,12 +201,18 @@ fill_data(const TupleFormer *former, const Datum *values, const bool *isnull, ch
 	return infomask;
 }
 
+/* The header's size, the NULL bitmap (if any) included. */
+static inline Size
+header_size(const TupleFormer *former, bool hasnull)
+{
+	return MAXALIGN(SizeofMinimalTupleHeader + (hasnull ? BITMAPLEN(former->natts) : 0));
+}
+
 Size
 tuple_former_measure(TupleFormer *former, TupleTableSlot *slot)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
 	bool		hasnull = false;
-	Size		header_size;
 	Size		data_length;
 	Size		length;
 
@@ -217,16 +223,10 @@ tuple_former_measure(TupleFormer *former, TupleTableSlot *slot)
 		hasnull |= slot->tts_isnull[i];
 	if (!data_size(former, slot->tts_values, slot->tts_isnull, &data_length))
 		return 0;
-	header_size = SizeofMinimalTupleHeader;
-	if (hasnull)
-		header_size += BITMAPLEN(former->natts);
-	header_size = MAXALIGN(header_size);
-	length = header_size + data_length;
+	length = header_size(former, hasnull) + data_length;
 	if (!AllocSizeIsValid(length))
 		return 0;				/* PostgreSQL's forming says what is wrong */
-	former->measured_slot = slot;
 	former->hasnull = hasnull;
-	former->header_size = header_size;
 	former->length = length;
 	return length;
 }
@@ -235,15 +235,14 @@ MinimalTuple
 tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into)
 {
 	MinimalTuple tuple = (MinimalTuple) into;
-	Size		header_size = former->header_size;
+	Size		header = header_size(former, former->hasnull);
 
-	Assert(former->measured_slot == slot);
 	/* the header's fields are set, not or-ed into the zeroed header: a
 	 * load just after memset()'s stores waits for them */
-	memset(tuple, 0, header_size);
+	memset(tuple, 0, header);
 	tuple->t_len = former->length;
 	tuple->t_infomask2 = former->natts;	/* HeapTupleHeaderSetNatts() */
-	tuple->t_hoff = header_size + MINIMAL_TUPLE_OFFSET;
+	tuple->t_hoff = header + MINIMAL_TUPLE_OFFSET;
 	if (former->hasnull)
 	{
 		for (int i = 0; i < former->natts; i++)
@@ -251,7 +250,6 @@ tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into)
 				tuple->t_bits[i >> 3] |= 1 << (i & 7);
 	}
 	tuple->t_infomask = (former->hasnull ? HEAP_HASNULL : 0) |
-		fill_data(former, slot->tts_values, slot->tts_isnull, into + header_size);
-	former->measured_slot = NULL;
+		fill_data(former, slot->tts_values, slot->tts_isnull, into + header);
 	return tuple;
 }

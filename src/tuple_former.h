@@ -34,9 +34,7 @@ typedef struct TupleFormer
 	TupleFormerAttribute *attributes;
 	MemoryContext context;		/* where attributes[] lives */
 	/* what tuple_former_measure() found, for tuple_former_fill() */
-	TupleTableSlot *measured_slot;
 	bool		hasnull;
-	Size		header_size;
 	Size		length;
 } TupleFormer;
 
@@ -49,9 +47,9 @@ extern void tuple_former_init(TupleFormer *former, MemoryContext context);
 extern Size tuple_former_measure(TupleFormer *former, TupleTableSlot *slot);
 
 /*
- * The row just measured, formed at `into` (MAXALIGNed, room for the
- * measured length): the caller's memory, so that a row is written once,
- * where it is kept.
+ * The row of the slot tuple_former_measure() was last given, formed at
+ * `into` (MAXALIGNed, room for the measured length): the caller's memory,
+ * so that a row is written once, where it is kept.
  */
 extern MinimalTuple tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into);
 
