@@ -348,12 +348,17 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 			 bool on_gpu)
 {
 	double		rows = input->rows;
-	double		per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
 	double		kept = kept_rows(root, input, bounded);
+	double		per_row;
 	double		memory_bytes = (double) work_mem * 1024.0;
 	double		input_cost = input->total_cost;
 	double		startup;
 
+	/* fewer rows than gpusort.gpu_min_elements are sorted on the CPU (a
+	 * small bound's, say, in each process under a Gather Merge) */
+	if (kept < gpusort_gpu_min_elements)
+		on_gpu = false;
+	per_row = (on_gpu ? GPU_COST_PER_ROW : CPU_COST_PER_ROW) * cpu_operator_cost;
 	if (kept < rows)
 	{
 		double		copied = Min(rows, kept * (1.0 + log(rows / Max(kept, 1.0))));
