@@ -200,18 +200,61 @@ SELECT merged_both_ways('SELECT b, k, id FROM par_pages ORDER BY b, k DESC, id')
 -- (a client fetching a few rows at a time runs the plan without parallel
 -- workers: test/check_fetch_size.py covers that)
 
--- EXPLAIN ANALYZE runs both nodes and says how (numbers masked: how many
--- workers start is up to the server). Sorted runs in temporary files even
--- with the GPU service (test/service/run.sh checks its rows jobs).
+-- EXPLAIN ANALYZE runs both nodes and says how (numbers masked, and the
+-- workers' lines left out: how many workers start is up to the server;
+-- worker_reports() below checks those). Sorted runs in temporary files
+-- even with the GPU service (test/service/run.sh checks its rows jobs).
 SET gpusort.spill_to_gpu = off;
 CREATE FUNCTION analyzed(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
   line text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
-    IF line ~ '(GpuSort|Gather|Parallel Sort|Sort Method|Sorted Runs|Key Ranges|Rows Sorted)' THEN
+    IF line ~ '(GpuSort|Gather|Parallel Sort|Sort Method|Sorted Runs|Key Ranges|Rows Sorted)'
+       AND line !~ '^ *Worker [0-9]+:' THEN
       RETURN NEXT regexp_replace(line, '[0-9]+', 'N', 'g');
     END IF;
   END LOOP;
 END $$;
 SELECT analyzed('SELECT * FROM par ORDER BY k, id');
+
+-- Each worker's sort in EXPLAIN ANALYZE, beside the leader's: a report
+-- for every worker launched, and the leader's and the workers' figures
+-- add up to the table's rows (Rows Read under a bound, where each process
+-- keeps its best rows; Rows Sorted for a share). In JSON, to add them up.
+-- The leader reads none itself, or it could read this small table alone.
+CREATE FUNCTION worker_reports(query text, field text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  plan jsonb;
+  gather jsonb;
+  node jsonb;
+  launched int;
+  reports int;
+  total bigint;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || query INTO plan;
+  gather := jsonb_path_query_first(plan, 'strict $.**?(exists (@."Workers Launched"))');
+  node := jsonb_path_query_first(gather, 'strict $.Plans[*]?(@."Custom Plan Provider" == "GpuSort")');
+  IF node IS NULL THEN
+    RETURN 'no GpuSort below a Gather';
+  END IF;
+  launched := (gather->>'Workers Launched')::int;
+  reports := coalesce(jsonb_array_length(node->'GpuSort Workers'), 0);
+  SELECT coalesce((node->>field)::bigint, 0) + coalesce(sum((w->>field)::bigint), 0)
+    INTO total FROM jsonb_array_elements(coalesce(node->'GpuSort Workers', '[]')) w;
+  RETURN format('parallel aware %s, workers launched: %s, a report per worker: %s, %s of every process: %s',
+                node->>'Parallel Aware', launched > 0, reports = launched, field,
+                total = (SELECT count(*) FROM par_pages));
+END $$;
+SET parallel_leader_participation = off;
+SELECT worker_reports('SELECT * FROM par_pages ORDER BY k, id LIMIT 10', 'Rows Read')
+  AS bounded;
+SELECT worker_reports('SELECT k, id FROM par_pages ORDER BY b DESC, id', 'Rows Sorted')
+  AS shares;
+SET gpusort.explain_details = off;
+SET max_parallel_workers = 0;  -- launches none: the leader reads every row
+SELECT worker_reports('SELECT * FROM par_pages ORDER BY k, id LIMIT 10', 'Rows Read')
+  AS no_workers;
+RESET max_parallel_workers;
+RESET gpusort.explain_details;
+RESET parallel_leader_participation;

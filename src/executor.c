@@ -57,7 +57,8 @@ static const CustomExecMethods gpusort_exec_methods = {
 	.RestrPosCustomScan = restore_gpusort,
 	.ExplainCustomScan = gpusort_explain,
 	.ShutdownCustomScan = shutdown_gpusort,
-	/* called only for a parallel sort's shares (parallel_aware plans) */
+	/* parallel_aware plans only: a parallel sort's shares, and the partial
+	 * sorts under a Gather Merge (for their workers' EXPLAIN reports) */
 	.EstimateDSMCustomScan = gpusort_estimate_dsm,
 	.InitializeDSMCustomScan = gpusort_initialize_dsm,
 	.ReInitializeDSMCustomScan = gpusort_reinitialize_dsm,
@@ -294,14 +295,16 @@ end_gpusort(CustomScanState *node)
 	GpuSortState *state = (GpuSortState *) node;
 
 	gpusort_stop_range_merges(state);
+	worker_reports_end(state);
 	drop_rows(state);
 	ExecEndNode(child_of(state));
 }
 
 /*
  * No more rows will be read (ExecShutdownNode, which may come more than
- * once): parallel helpers stop. The Gather above a share frees its shared
- * memory right after, so the leader's share node lets go of it.
+ * once): parallel helpers stop, and a worker leaves its report for EXPLAIN.
+ * The Gather above a share frees its shared memory right after, so the
+ * leader's share node lets go of it.
  */
 static void
 shutdown_gpusort(CustomScanState *node)
@@ -309,6 +312,7 @@ shutdown_gpusort(CustomScanState *node)
 	GpuSortState *state = (GpuSortState *) node;
 
 	gpusort_stop_range_merges(state);
+	worker_report_write(state);
 	if (state->plan.role == GPUSORT_SORT_SHARE && !IsParallelWorker())
 		state->shares = NULL;
 }

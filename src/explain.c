@@ -9,7 +9,8 @@
  * work_mem and was sorted in runs on disk and merged (runs, disk used); and,
  * unless gpusort.explain_details is off, the machine-dependent parts: where it ran
  * (GPU name or CPU, and why), memory, and the time split into gather,
- * transfers, sort and emit.
+ * transfers, sort and emit. These are the leader's own; a node that runs in
+ * parallel workers adds a line per worker (worker_reports.c).
  */
 #include "gpusort.h"
 #include "service.h"
@@ -51,10 +52,9 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 	ExplainPropertyList("Sort Key", keys, es);
 }
 
-static const char *
-device_description(GpuSortState *state)
+char *
+gpusort_device_description(const RowStoreStats *stats)
 {
-	const RowStoreStats *stats = row_store_stats(state->rows);
 	const gs_sort_report *report = &stats->report;
 
 	if (stats->gpu_sorts > 0)
@@ -78,7 +78,7 @@ device_description(GpuSortState *state)
 		return psprintf("CPU (the GPU failed: %s)", report->gpu_message);
 	if (report->gpu_message[0] != '\0')
 		return psprintf("CPU (%s)", report->gpu_message);
-	return "CPU";
+	return pstrdup("CPU");
 }
 
 /* Rows held in a GPU's memory (a rows job), if any, and their size. */
@@ -158,7 +158,7 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		/* it sorts nothing itself (but the GPU rows job's rows): the
 		 * processes' time, then the merge's */
 		if (stats->gpu_sorts > 0)
-			ExplainPropertyText("Device", device_description(state), es);
+			ExplainPropertyText("Device", gpusort_device_description(stats), es);
 		ExplainPropertyInteger("Memory", "kB", (int64) ((stats->peak_memory + 1023) / 1024), es);
 		if (es->timing)
 		{
@@ -174,7 +174,7 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 	if (stats->sorts > 0)
 	{
 		/* (a share whose rows all went to the GPU rows job sorted none) */
-		ExplainPropertyText("Device", device_description(state), es);
+		ExplainPropertyText("Device", gpusort_device_description(stats), es);
 		ExplainPropertyText("Algorithm Used", gs_algorithm_name(stats->report.algorithm), es);
 		ExplainPropertyInteger("Key Words", NULL, stats->layout_words, es);
 	}
@@ -265,10 +265,16 @@ gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Parallel Sort",
 							"each process's share, to GPU memory or sorted runs in temporary files",
 							es);
+	else if (node->ss.ps.plan->parallel_aware)
+		ExplainPropertyText("Parallel Sort",
+							"each process sorts the rows it reads, merged above",
+							es);
 	else if (state->plan.role == GPUSORT_MERGE_SHARES)
 		ExplainPropertyText("Parallel Sort", "merges the shares sorted below", es);
 	if (state->plan.bounded)
 		explain_bound(state, context, es);
 	if (es->analyze && state->sort_done)
 		explain_analyze(state, es);
+	if (es->analyze)
+		worker_reports_explain(state, es);
 }

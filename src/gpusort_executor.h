@@ -9,10 +9,13 @@
 #include "gpusort.h"
 
 #include "access/parallel.h"
+#include "commands/explain.h"
 #include "nodes/execnodes.h"
 #include "row_store.h"
 
 typedef struct ParallelShares ParallelShares;
+typedef struct WorkerReports WorkerReports;
+typedef struct WorkerReport WorkerReport;
 
 typedef struct GpuSortState
 {
@@ -55,6 +58,13 @@ typedef struct GpuSortState
 	double		emit_ms;
 	bool		read_table;		/* the child's table was read here ... */
 	int64		table_pages_read;	/* ... these pages of it */
+	/* a parallel-aware node's workers' reports (worker_reports.c): where
+	 * they are written, the leader's segment until it detaches, and the
+	 * leader's copy */
+	WorkerReports *shared_reports;
+	dsm_segment *reports_segment;
+	WorkerReport *worker_reports;
+	int			nworker_reports;
 } GpuSortState;
 
 /* table_pages.c: the child's table read by GpuSort itself */
@@ -64,6 +74,19 @@ extern int64 table_pages_gather(PlanState *child, RowStore *store,
 
 /* executor.c: LIMIT + OFFSET evaluated now, 0 for no bound */
 extern int64 gpusort_evaluate_bound(GpuSortState *state);
+
+/* explain.c: where a store's sorts ran, in words */
+extern char *gpusort_device_description(const RowStoreStats *stats);
+
+/* worker_reports.c: each parallel worker's sort, for EXPLAIN ANALYZE */
+extern Size worker_reports_size(int nworkers);
+extern void worker_reports_init(GpuSortState *state, WorkerReports *shared,
+								ParallelContext *pcxt);
+extern void worker_reports_reinit(GpuSortState *state);
+extern Size worker_reports_attach(GpuSortState *state, WorkerReports *shared);
+extern void worker_report_write(GpuSortState *state);
+extern void worker_reports_end(GpuSortState *state);
+extern void worker_reports_explain(GpuSortState *state, ExplainState *es);
 
 /* parallel_sort.c: a sort spread over parallel query's processes */
 extern Size gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);

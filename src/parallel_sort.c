@@ -137,11 +137,34 @@ range_file_name(char *name, size_t size, int range)
 /* Where the leader puts every run's key range starts for the workers. */
 #define RANGE_STARTS_FILE "gpusort-range-starts"
 
-Size
-gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+/*
+ * The node's chunk of the Gather's dynamic shared memory: its workers'
+ * reports for EXPLAIN ANALYZE (worker_reports.c; every parallel-aware
+ * GpuSort, a partial sort under a Gather Merge too), then a share's
+ * ParallelShares.
+ */
+static Size
+shares_size(ParallelContext *pcxt)
 {
 	return add_size(offsetof(ParallelShares, shares),
 					mul_size(pcxt->nworkers + 1, sizeof(ShareFile)));
+}
+
+static ParallelShares *
+shares_after_reports(void *coordinate, Size reports_size)
+{
+	return (ParallelShares *) ((char *) coordinate + reports_size);
+}
+
+Size
+gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	GpuSortState *state = (GpuSortState *) node;
+	Size		size = worker_reports_size(pcxt->nworkers);
+
+	if (state->plan.role == GPUSORT_SORT_SHARE)
+		size = add_size(size, shares_size(pcxt));
+	return size;
 }
 
 /* The query ends: the leader's rows job, if the merge did not take it. */
@@ -212,9 +235,13 @@ void
 gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	GpuSortState *state = (GpuSortState *) node;
-	ParallelShares *shared = (ParallelShares *) coordinate;
+	ParallelShares *shared;
 
-	memset(shared, 0, gpusort_estimate_dsm(node, pcxt));
+	worker_reports_init(state, (WorkerReports *) coordinate, pcxt);
+	if (state->plan.role != GPUSORT_SORT_SHARE)
+		return;
+	shared = shares_after_reports(coordinate, worker_reports_size(pcxt->nworkers));
+	memset(shared, 0, shares_size(pcxt));
 	SpinLockInit(&shared->mutex);
 	ConditionVariableInit(&shared->changed);
 	shared->nshares = pcxt->nworkers + 1;
@@ -233,7 +260,13 @@ gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coord
 void
 gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
-	ParallelShares *shared = (ParallelShares *) coordinate;
+	GpuSortState *state = (GpuSortState *) node;
+	ParallelShares *shared;
+
+	worker_reports_reinit(state);
+	if (state->plan.role != GPUSORT_SORT_SHARE)
+		return;
+	shared = shares_after_reports(coordinate, worker_reports_size(pcxt->nworkers));
 
 	for (int p = 0; shared->have_fileset && p < shared->nranges; p++)
 	{
@@ -250,7 +283,7 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 	shared->nranges = 0;
 	shared->next_range = 0;
 	memset(shared->range_done, 0, sizeof(shared->range_done));
-	shared->ranges_allowed = ((GpuSortState *) node)->ranges_allowed;
+	shared->ranges_allowed = state->ranges_allowed;
 	for (int i = 0; i < shared->nshares; i++)
 	{
 		ShareFile  *share = &shared->shares[i];
@@ -266,15 +299,19 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 		}
 		memset(share, 0, sizeof(ShareFile));
 	}
-	open_gpu_rows((GpuSortState *) node, shared);
+	open_gpu_rows(state, shared);
 }
 
 void
 gpusort_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
 	GpuSortState *state = (GpuSortState *) node;
-	ParallelShares *shared = (ParallelShares *) coordinate;
+	Size		reports_size = worker_reports_attach(state, (WorkerReports *) coordinate);
+	ParallelShares *shared;
 
+	if (state->plan.role != GPUSORT_SORT_SHARE)
+		return;
+	shared = shares_after_reports(coordinate, reports_size);
 	if (shared->have_fileset)
 	{
 		dsm_segment *segment = dsm_find_mapping(shared->segment);

@@ -592,7 +592,9 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 	path->path.parent = child ? child : output_rel;
 	path->path.pathtarget = input->pathtarget;
 	path->path.param_info = NULL;
-	path->path.parallel_aware = false;
+	/* partial: parallel-aware, only for the dynamic shared memory its
+	 * workers' EXPLAIN reports go to (worker_reports.c) */
+	path->path.parallel_aware = partial;
 	path->path.parallel_safe = partial;
 	path->path.parallel_workers = partial ? input->parallel_workers : 0;
 	/* claims SQL order, also when approximate: the user opted in, and only

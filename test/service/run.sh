@@ -178,7 +178,7 @@ check "a parallel ORDER BY through the service (every row once, in order)" "1500
 jobs_before=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
 par_plan=$(psql_q -c "$par_settings EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $big_query")
 jobs_after=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
-case "$par_plan" in *"Parallel Custom Scan (GpuSort)"*) ok "it planned as a parallel GpuSort";;
+case "$par_plan" in *"Parallel Sort: merges the shares sorted below"*) ok "it planned as a parallel GpuSort";;
   *) bad "it planned as a parallel GpuSort" "$par_plan";; esac
 check "one job sorts the rows every process put in the leader's rows job" \
   1 "$(( jobs_after - jobs_before ))"
