@@ -18,10 +18,18 @@
  * attached to a shared one, which holds a slot but no budget) lives as
  * long as its client's query: it asks for admission without waiting, so
  * that it never holds the queue up, but its client may still submit other
- * jobs (the sorts of runs in files) while it holds its slot. A job that would not fit even in an
- * idle service is refused at once; one that waits longer than the client
- * allows is refused with GS_REFUSED_QUEUE_TIMEOUT. Waits sleep on poll(2):
- * the client's socket (a cancel) and an eventfd (the grant).
+ * jobs (the sorts of runs in files) while it holds its slot. A job that
+ * would not fit even in an idle service is refused at once; one that waits
+ * longer than the client allows is refused with GS_REFUSED_QUEUE_TIMEOUT.
+ * Waits sleep on poll(2): the client's socket (a cancel) and an eventfd
+ * (the grant).
+ *
+ * A sorted rows job whose client asks for nothing for
+ * ROWS_IDLE_GIVE_BACK_MS, while the first job in the queue waits for GPU
+ * memory that the rows job's would make enough, gives its memory back: its
+ * rows go, in order, to an unnamed temporary file in PostgreSQL's
+ * temporary directory (--temp-dir), and its client reads them from there
+ * as before (a client that reads slowly, a cursor fetched now and then).
  *
  * A GPU failure (GPU_FAILED) may leave the context unusable, so the process
  * answers the job and then exits with GPUD_EXIT_DEVICE_FAULT; the worker
@@ -38,6 +46,7 @@
 #include "../engine/gpusort_engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -50,6 +59,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,10 +74,16 @@
  * (temporary storage, alignment, the allocator's granularity). */
 #define JOB_OVERHEAD_BYTES ((uint64_t) 16 << 20)
 #define MAX_SLOTS 4096
+/* A sorted rows job idle this long while another job waits for GPU memory
+ * gives its memory back (see the header); its rows go to the file through
+ * a buffer of this size. */
+#define ROWS_IDLE_GIVE_BACK_MS 200
+#define GIVE_BACK_BUFFER_BYTES ((uint64_t) 16 << 20)
 
 static struct
 {
 	const char *socket_name;
+	const char *temp_dir;		/* where rows given back go; NULL: kept */
 	int			gpu_index;
 	char		build[64];
 	uint64_t	staging_bytes;
@@ -192,6 +208,31 @@ release(uint64_t slot_offset, uint64_t gpu_bytes)
 	budget_used -= gpu_bytes;
 	grant_waiters();
 	pthread_mutex_unlock(&admission_lock);
+}
+
+/* A rows job's GPU memory given back before the job ends (its slot stays). */
+static void
+release_budget(uint64_t gpu_bytes)
+{
+	pthread_mutex_lock(&admission_lock);
+	budget_used -= gpu_bytes;
+	grant_waiters();
+	pthread_mutex_unlock(&admission_lock);
+}
+
+/* Whether the first job in the queue waits for GPU memory (not a slot)
+ * that `held` bytes given back would make enough. */
+static bool
+job_waits_for(uint64_t held)
+{
+	bool		waits;
+
+	pthread_mutex_lock(&admission_lock);
+	waits = queue_head != NULL && queue_head->gpu_bytes > 0 &&
+		budget_used + queue_head->gpu_bytes > service.budget_bytes &&
+		budget_used - held + queue_head->gpu_bytes <= service.budget_bytes;
+	pthread_mutex_unlock(&admission_lock);
+	return waits;
 }
 
 /* Removes a waiter that gave up; true if it had been granted meanwhile
@@ -691,7 +732,10 @@ typedef struct RowsJob
 	pthread_mutex_t lock;
 	bool		closed;			/* the opener left: the memory is gone */
 	gpu_rows   *device;			/* the records on the GPU, or (emulated) */
-	char	   *host;			/* ... in this process's memory */
+	char	   *host;			/* ... in this process's memory, or (given
+								 * back, in order) */
+	int			file;			/* ... in an unnamed temporary file; -1 */
+	bool		give_back_failed;	/* (tried once: the disk, say) */
 	uint64_t	used;			/* bytes held */
 	uint64_t	n;				/* records held */
 	uint64_t	allocated;		/* records the arrays below have room for */
@@ -710,14 +754,10 @@ typedef struct RowsJob
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static RowsJob *shared_jobs = NULL;
 
-/* Frees what the job holds (not the job): under its lock, or alone. */
+/* The records' lengths and keys, which only the sort needs. */
 static void
-rows_job_free_memory(RowsJob *rows)
+rows_job_free_keys(RowsJob *rows)
 {
-	gpu_rows_destroy(rows->device);
-	rows->device = NULL;
-	free(rows->host);
-	rows->host = NULL;
 	free(rows->lengths);
 	rows->lengths = NULL;
 	for (int k = 0; k < GS_MAX_KEY_COLUMNS; k++)
@@ -728,6 +768,20 @@ rows_job_free_memory(RowsJob *rows)
 		rows->column_nulls[k] = NULL;
 	}
 	rows->allocated = 0;
+}
+
+/* Frees what the job holds (not the job): under its lock, or alone. */
+static void
+rows_job_free_memory(RowsJob *rows)
+{
+	gpu_rows_destroy(rows->device);
+	rows->device = NULL;
+	free(rows->host);
+	rows->host = NULL;
+	if (rows->file >= 0)
+		close(rows->file);
+	rows->file = -1;
+	rows_job_free_keys(rows);
 }
 
 /* A connection lets go of the job; the last one frees it. */
@@ -1004,20 +1058,184 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	{
 		rows->sorted = true;
 		done->valid_outputs = rows->n;
+		rows_job_free_keys(rows);	/* the records are in order now */
 	}
 	return status;
 }
 
-/* Reads bytes [offset, offset + length) of the ordered records into the slot. */
+/* Reads bytes [offset, offset + length) of the ordered records into the
+ * slot; the message says why not. */
 static gpu_status
-rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length)
+rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length,
+			  char *message, size_t message_size)
 {
-	if (rows->host != NULL)
+	gpu_status	status = GPU_OK;
+
+	if (rows->file >= 0)
 	{
-		memcpy(slot, rows->host + offset, length);
-		return GPU_OK;
+		for (uint64_t done = 0; done < length;)
+		{
+			ssize_t		got = pread(rows->file, slot + done, length - done,
+									(off_t) (offset + done));
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+			{
+				snprintf(message, message_size,
+						 "the service could not read back the rows it moved to a file: %s",
+						 got < 0 ? strerror(errno) : "the file is short");
+				return GPU_INVALID;
+			}
+			done += (uint64_t) got;
+		}
 	}
-	return gpu_rows_read(rows->device, offset, slot, length);
+	else if (rows->host != NULL)
+		memcpy(slot, rows->host + offset, length);
+	else if ((status = gpu_rows_read(rows->device, offset, slot, length)) != GPU_OK)
+		snprintf(message, message_size, "%s", gpu_last_error());
+	return status;
+}
+
+/* Writes all of `length` bytes, or says why not. */
+static bool
+write_all(int file, const char *data, uint64_t length, char *message, size_t message_size)
+{
+	while (length > 0)
+	{
+		ssize_t		written = write(file, data, length);
+
+		if (written < 0 && errno == EINTR)
+			continue;
+		if (written <= 0)
+		{
+			snprintf(message, message_size, "%s",
+					 written < 0 ? strerror(errno) : "nothing written");
+			return false;
+		}
+		data += written;
+		length -= (uint64_t) written;
+	}
+	return true;
+}
+
+/* An unnamed file in the temporary directory (made if missing), or -1. */
+static int
+open_unnamed_file(char *message, size_t message_size)
+{
+	char		path[1024];
+	int			file;
+
+	if (mkdir(service.temp_dir, 0700) < 0 && errno != EEXIST)
+	{
+		snprintf(message, message_size, "cannot make %s: %s", service.temp_dir, strerror(errno));
+		return -1;
+	}
+	file = open(service.temp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (file >= 0)
+		return file;
+	/* (a file system without O_TMPFILE: a named one, removed at once) */
+	snprintf(path, sizeof(path), "%s/gpusort_gpud.XXXXXX", service.temp_dir);
+	file = mkostemp(path, O_CLOEXEC);
+	if (file < 0)
+	{
+		snprintf(message, message_size, "cannot make a file in %s: %s", service.temp_dir,
+				 strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	return file;
+}
+
+/*
+ * A sorted job gives its GPU memory back: every ordered record goes to an
+ * unnamed temporary file, which the reads use from then on. False (the
+ * memory kept, the reason logged) if the file cannot be written. Under the
+ * job's lock.
+ */
+static bool
+rows_job_give_back(RowsJob *rows)
+{
+	char		message[256] = "";
+	uint64_t	buffer_bytes = rows->used < GIVE_BACK_BUFFER_BYTES ?
+		rows->used : GIVE_BACK_BUFFER_BYTES;
+	char	   *buffer = rows->host != NULL ? NULL : malloc(buffer_bytes > 0 ? buffer_bytes : 1);
+	int			file = -1;
+	bool		ok = rows->host != NULL || buffer != NULL;
+
+	if (!ok)
+		snprintf(message, sizeof(message), "out of host memory");
+	if (ok)
+		ok = (file = open_unnamed_file(message, sizeof(message))) >= 0;
+	for (uint64_t offset = 0; ok && offset < rows->used;)
+	{
+		uint64_t	piece = rows->used - offset < GIVE_BACK_BUFFER_BYTES ?
+			rows->used - offset : GIVE_BACK_BUFFER_BYTES;
+		const char *data = rows->host + offset;
+
+		if (rows->host == NULL)
+		{
+			ok = gpu_rows_read(rows->device, offset, buffer, piece) == GPU_OK;
+			if (!ok)
+				snprintf(message, sizeof(message), "%s", gpu_last_error());
+			data = buffer;
+		}
+		ok = ok && write_all(file, data, piece, message, sizeof(message));
+		offset += piece;
+	}
+	free(buffer);
+	if (!ok)
+	{
+		log_line("a rows job idle for %d ms kept its GPU memory: %s", ROWS_IDLE_GIVE_BACK_MS,
+				 message);
+		if (file >= 0)
+			close(file);
+		rows->give_back_failed = true;
+		return false;
+	}
+	gpu_rows_destroy(rows->device);
+	rows->device = NULL;
+	free(rows->host);
+	rows->host = NULL;
+	rows->file = file;
+	return true;
+}
+
+/*
+ * The next message of a rows job's client. Meanwhile a sorted job whose
+ * client asks for nothing gives its GPU memory back to a job that waits
+ * for memory (*gpu_bytes becomes 0: the budget has it again).
+ */
+static bool
+receive_rows_message(int fd, RowsJob *rows, uint64_t *gpu_bytes, gs_message *message)
+{
+	while (rows->sorted && *gpu_bytes > 0 && !rows->give_back_failed &&
+		   service.temp_dir != NULL)
+	{
+		struct pollfd client = {fd, POLLIN, 0};
+		int			ready = poll(&client, 1, ROWS_IDLE_GIVE_BACK_MS);
+		bool		gave_back;
+
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready != 0)
+			break;				/* a message, or the client left */
+		if (!job_waits_for(*gpu_bytes))
+			continue;
+		pthread_mutex_lock(&rows->lock);
+		gave_back = rows_job_give_back(rows);
+		pthread_mutex_unlock(&rows->lock);
+		if (gave_back)
+		{
+			log_line("a rows job idle for %d ms gave its %llu MB of GPU memory to a waiting "
+					 "job (its %llu MB of rows went to a temporary file)",
+					 ROWS_IDLE_GIVE_BACK_MS, (unsigned long long) (*gpu_bytes >> 20),
+					 (unsigned long long) (rows->used >> 20));
+			release_budget(*gpu_bytes);
+			*gpu_bytes = 0;
+		}
+	}
+	return receive_message(fd, message);
 }
 
 /* A failure ends the connection with a DONE that says so; a GPU failure
@@ -1072,7 +1290,7 @@ rows_put(RowsJob *rows, const gs_message *message, char *slot, uint64_t slot_byt
  */
 static void
 serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_bytes,
-		   uint64_t gpu_bytes, double queue_ms)
+		   uint64_t *gpu_bytes, double queue_ms)
 {
 	RowsJob    *rows = calloc(1, sizeof(RowsJob));
 	char	   *slot = service.staging + slot_offset;
@@ -1088,6 +1306,7 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 		return;
 	}
 	rows->submit = *job;
+	rows->file = -1;
 	rows->references = 1;
 	pthread_mutex_init(&rows->lock, NULL);
 	for (uint32_t k = 0; k < job->nkeys; k++)
@@ -1113,10 +1332,10 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 	}
 
 	memset(&reply, 0, sizeof(reply));
-	if (!send_admitted(fd, job, slot_offset, slot_bytes, false, gpu_bytes, queue_ms, rows->token))
+	if (!send_admitted(fd, job, slot_offset, slot_bytes, false, *gpu_bytes, queue_ms, rows->token))
 		status = GPU_INTERRUPTED;
 
-	while (status == GPU_OK && receive_message(fd, &message))
+	while (status == GPU_OK && receive_rows_message(fd, rows, gpu_bytes, &message))
 	{
 		memset(&reply, 0, sizeof(reply));
 		if (message.type == GS_MSG_PUT)
@@ -1138,10 +1357,8 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 		{
 			pthread_mutex_lock(&rows->lock);
 			status = rows_job_read(rows, slot + message.slot_position, message.offset,
-								   message.length);
+								   message.length, reply.message, sizeof(reply.message));
 			pthread_mutex_unlock(&rows->lock);
-			if (status != GPU_OK)
-				snprintf(reply.message, sizeof(reply.message), "%s", gpu_last_error());
 			reply.type = GS_MSG_ACK;
 			reply.offset = message.offset;
 			reply.length = message.length;
@@ -1309,7 +1526,7 @@ serve_connection(void *arg)
 
 	if (job.kind == GS_JOB_ROWS)
 	{
-		serve_rows(fd, &job, slot_offset, slot_bytes, gpu_bytes, queue_ms);
+		serve_rows(fd, &job, slot_offset, slot_bytes, &gpu_bytes, queue_ms);
 		goto done_with_slot;
 	}
 	if (chunked && (buffer = malloc(area_bytes)) == NULL)
@@ -1370,7 +1587,8 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: gpusort-gpud --socket NAME --gpu-index N --staging-mb MB --budget-mb MB --build VERSION\n"
+			"usage: gpusort-gpud --socket NAME --gpu-index N --staging-mb MB --budget-mb MB\n"
+			"                    [--temp-dir DIR] --build VERSION\n"
 			"       gpusort-gpud --count    (prints how many GPUs it sees)\n"
 			"Started by gpusort's background worker, not by hand.\n");
 	exit(GPUD_EXIT_USAGE);
@@ -1494,6 +1712,8 @@ main(int argc, char **argv)
 			service.staging_bytes = strtoull(value, NULL, 10) << 20;
 		else if (strcmp(argv[i], "--budget-mb") == 0)
 			budget_mb = strtoull(value, NULL, 10);
+		else if (strcmp(argv[i], "--temp-dir") == 0)
+			service.temp_dir = value;
 		else if (strcmp(argv[i], "--build") == 0)
 			snprintf(service.build, sizeof(service.build), "%s", value);
 		else

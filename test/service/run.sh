@@ -23,6 +23,8 @@
 #   4c. a parallel GpuSort's processes append their rows to one rows job
 #      the leader sorts: PostgreSQL's rows and order, no files; files for
 #      what does not fit; rescans;
+#   4d. a cursor read slowly gives its rows job's GPU memory to a sort
+#      that waits for it, and still reads PostgreSQL's rows in order;
 #   5. kill -9 of a gpusort-gpud mid-sort: the sort finishes on the CPU
 #      (auto) or fails with a clear error (gpu), the process comes back, and
 #      PostgreSQL does not restart;
@@ -342,6 +344,38 @@ tight="$limited SET gpusort.device = gpu; SET statement_timeout = '60s';"
 check "16 MB of staging, room for a few rows: the shares' runs still sort on the GPU (gpu)" \
   "$(ordered "SET gpusort.enabled = off;" "k, id")" "$(ordered "$tight" "k, id")"
 check "no job left when the parallel sorts ended" "0" \
+  "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
+
+# ---- 4d. a slow reader gives its GPU memory back ----
+echo "== a rows job whose client reads slowly gives its GPU memory to a waiting sort"
+# 90 MB of budget: a cursor's rows job holds part of it (with its 16 MB of
+# allowance), and a sort of 6.5M int4 keys needs about 81 MB, more than is
+# left, so under gpusort.device = gpu it waits; the cursor, fetched again
+# only after 5 s, gives its memory back to it meanwhile
+start_server gpusort 100 1 0
+big_sort="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 6500011)::int4) FROM generate_series(1, 6500000) g))) WITH ORDINALITY AS u(v, i)) s"
+check "the large sort alone fits the budget" "6500000|t" "$(psql_q -c "$big_sort" | tail -n 1)"
+printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
+  "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
+  "SELECT pg_sleep(5);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
+slow_pid=$!
+sleep 1.5
+big_start=$(date +%s%N)
+big_out=$(psql_q -c "$big_sort" | tail -n 1)
+big_ms=$(( ($(date +%s%N) - big_start) / 1000000 ))
+if kill -0 "$slow_pid" 2>/dev/null; then reader_waiting=yes; else reader_waiting=no; fi
+check "the waiting sort ran while the slow reader still held its cursor (${big_ms} ms)" \
+  "6500000|t yes" "$big_out $reader_waiting"
+wait "$slow_pid"
+case "$(head -n 3 "$workdir/slow.out")" in *"held 1"*) ok "the cursor's rows were in a rows job";;
+  *) bad "the cursor's rows were in a rows job" "$(head -n 3 "$workdir/slow.out")";; esac
+check "the slow reader still gets PostgreSQL's rows in PostgreSQL's order, from the file" \
+  "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t ORDER BY k, id" | md5sum)" \
+  "$(grep -v -e '^held ' -e '^$' "$workdir/slow.out" | md5sum)"
+case "$(cat "$workdir/server.log")" in *"gave its "*" MB of GPU memory to a waiting job"*)
+  ok "the service logged the give-back";;
+  *) bad "the service logged the give-back" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
+check "no job left when the reader ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
 
 # ---- 5. a crash of the CUDA process ----
