@@ -351,13 +351,13 @@ echo "== a rows job whose client reads slowly gives its GPU memory to a waiting 
 # 90 MB of budget: a cursor's rows job holds part of it (with its 16 MB of
 # allowance), and a sort of 6.5M int4 keys needs about 81 MB, more than is
 # left, so under gpusort.device = gpu it waits; the cursor, fetched again
-# only after 5 s, gives its memory back to it meanwhile
+# only after 10 s, gives its memory back to it meanwhile
 start_server gpusort 100 1 0
 big_sort="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 6500011)::int4) FROM generate_series(1, 6500000) g))) WITH ORDINALITY AS u(v, i)) s"
 check "the large sort alone fits the budget" "6500000|t" "$(psql_q -c "$big_sort" | tail -n 1)"
 printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
   "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
-  "SELECT pg_sleep(5);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
+  "SELECT pg_sleep(10);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
 slow_pid=$!
 sleep 1.5
 big_start=$(date +%s%N)
