@@ -175,7 +175,8 @@ worker_reports_end(GpuSortState *state)
 /*
  * EXPLAIN ANALYZE: a line per worker that sorted (a group per worker in
  * the other formats, under "GpuSort Workers": PostgreSQL's own "Workers"
- * holds their timing).
+ * holds their timing). None where EXPLAIN hides the workers (below the
+ * invisible Gather of force_parallel_mode = regress), as PostgreSQL does.
  */
 void
 worker_reports_explain(GpuSortState *state, ExplainState *es)
@@ -183,6 +184,9 @@ worker_reports_explain(GpuSortState *state, ExplainState *es)
 	bool		details = gpusort_explain_details;
 	bool		text = es->format == EXPLAIN_FORMAT_TEXT;
 	bool		any = false;
+
+	if (es->hide_workers)
+		return;
 
 	for (int w = 0; w < state->nworker_reports; w++)
 	{
