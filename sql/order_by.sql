@@ -485,6 +485,31 @@ SELECT read_pages('SELECT * FROM pages ORDER BY later, id LIMIT 600') AS added_w
 ALTER TABLE pages DROP COLUMN pad;
 SELECT read_pages('SELECT * FROM pages ORDER BY k, id LIMIT 100') AS dropped_column,
        same_order('SELECT * FROM pages ORDER BY k, id LIMIT 100', 'k, id') AS after_drop;
+-- a table larger than a quarter of shared_buffers (PostgreSQL's default
+-- 128MB): GpuSort joins the synchronized scan where a scan of it stopped,
+-- as the Seq Scan would, and reads round to that block. A cursor's scan
+-- leaves the position there; GpuSort's sort is stable, so the first row
+-- of a sort on a constant is the first it read.
+SET max_parallel_workers_per_gather = 0;
+SET work_mem = '64MB';
+CREATE TABLE big_pages (id int4, k int4, same int4, pad text) WITH (autovacuum_enabled = off);
+INSERT INTO big_pages SELECT i, (i::int8 * 7919) % 100003, 0, repeat('x', 80)
+  FROM generate_series(1, 350000) i;
+VACUUM ANALYZE big_pages;
+SELECT pg_relation_size('big_pages') / 8192 >
+       (SELECT setting::bigint / 4 FROM pg_settings WHERE name = 'shared_buffers') AS large_enough;
+BEGIN;
+DECLARE mid NO SCROLL CURSOR FOR SELECT id FROM big_pages;
+MOVE 200000 IN mid;
+CLOSE mid;
+COMMIT;
+EXPLAIN (COSTS OFF) SELECT id FROM big_pages ORDER BY same OFFSET 0;
+SELECT id > 100000 AS started_where_the_scan_stood
+  FROM (SELECT id FROM big_pages ORDER BY same OFFSET 0) s LIMIT 1;
+SELECT read_pages('SELECT id, k FROM big_pages ORDER BY k, id LIMIT 5') AS synchronized,
+       same_order('SELECT id, k FROM big_pages ORDER BY k, id', 'k, id') AS read_round;
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
 
 -- the CPU gives the same order as wherever auto runs
 SET gpusort.device = cpu;

@@ -4,9 +4,9 @@
  * A Seq Scan does nothing for the sort above it but find the visible
  * tuples (filter them, and pick their columns), and it does that one
  * executor call per row. Here GpuSort reads the pages as that scan would
- * in page-at-a-time mode, with its snapshot and buffer strategy:
- * heapgetpage() prunes the page, checks visibility (and serializable
- * conflicts) and pins it. A Parallel Seq Scan's pages come from its
+ * in page-at-a-time mode, with its snapshot, buffer strategy and
+ * synchronized start: heapgetpage() prunes the page, checks visibility
+ * (and serializable conflicts) and pins it. A Parallel Seq Scan's pages come from its
  * parallel scan, block by block as the processes ask for them, through
  * the scan the executor set up for this process. A filter is evaluated
  * for every visible tuple, as the scan would, so that the scan's counts
@@ -23,6 +23,7 @@
 #include "gpusort.h"
 
 #include "access/heapam.h"
+#include "access/syncscan.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
@@ -127,14 +128,17 @@ scan_row(PlanState *child, HeapTuple tuple, Buffer buffer)
 
 /*
  * The next block to read: of a scan alone, the one after `previous`, from
- * block 0 on (as a scan that may not join a synchronized one reads: the
- * rows' order does not matter to the sort); of a parallel scan, the next
- * one it hands this process. InvalidBlockNumber at the end.
+ * its start block round to it (block 0, or, on a table larger than a
+ * quarter of shared_buffers, where other scans of it stand: it joins their
+ * synchronized scan, as the Seq Scan would, and reports where it is); of a
+ * parallel scan, the next one it hands this process. InvalidBlockNumber
+ * at the end.
  */
 static BlockNumber
 next_block(TableScanDesc scan, BlockNumber previous)
 {
 	HeapScanDesc heap = (HeapScanDesc) scan;
+	BlockNumber next;
 
 	if (scan->rs_parallel != NULL)
 	{
@@ -147,8 +151,12 @@ next_block(TableScanDesc scan, BlockNumber previous)
 												 shared);
 	}
 	if (previous == InvalidBlockNumber)
-		return heap->rs_nblocks > 0 ? 0 : InvalidBlockNumber;
-	return previous + 1 < heap->rs_nblocks ? previous + 1 : InvalidBlockNumber;
+		return heap->rs_nblocks > 0 ? heap->rs_startblock : InvalidBlockNumber;
+	next = previous + 1 < heap->rs_nblocks ? previous + 1 : 0;
+	/* (reported before the end, so the next scan starts where this one did) */
+	if (scan->rs_flags & SO_ALLOW_SYNC)
+		ss_report_location(scan->rs_rd, next);
+	return next != heap->rs_startblock ? next : InvalidBlockNumber;
 }
 
 /*
@@ -188,7 +196,7 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 	if (child->instrument)
 		InstrStartNode(child->instrument);
 	if (own_scan)
-		scan = table_beginscan_strat(relation, child->state->es_snapshot, 0, NULL, true, false);
+		scan = table_beginscan_strat(relation, child->state->es_snapshot, 0, NULL, true, true);
 	heap = (HeapScanDesc) scan;
 	/* heapgetpage() lists the visible tuples only in page-at-a-time mode */
 	if (!(scan->rs_flags & SO_ALLOW_PAGEMODE))
