@@ -6,9 +6,9 @@
  * executor call per row. Here GpuSort reads the pages as that scan would
  * in page-at-a-time mode, with its snapshot, buffer strategy and
  * synchronized start: heapgetpage() prunes the page, checks visibility
- * (and serializable conflicts) and pins it. A Parallel Seq Scan's pages come from its
- * parallel scan, block by block as the processes ask for them, through
- * the scan the executor set up for this process. A filter is evaluated
+ * (and serializable conflicts) and pins it. A Parallel Seq Scan's pages
+ * come from its parallel scan, block by block as the processes ask for
+ * them, through the scan the executor set up for this process. A filter is evaluated
  * for every visible tuple, as the scan would, so that the scan's counts
  * in EXPLAIN ANALYZE stay exact. Each passing tuple's keys are read where
  * it lies on the page; only a row the row store keeps is put together
