@@ -203,6 +203,14 @@ PREPARE par_top(int, int) AS SELECT k, id FROM rough ORDER BY k, id LIMIT $1 OFF
 EXPLAIN (COSTS OFF) EXECUTE par_top(6, 3);
 EXECUTE par_top(6, 3);
 EXECUTE par_top(4, 19990);
+-- with no Gather Merge, the parallel sort under the generic LIMIT: its
+-- shares and merge are unbounded (the Limit above cuts)
+SET enable_gathermerge = off;
+PREPARE par_top_merged(int, int) AS SELECT k, id FROM rough ORDER BY k, id LIMIT $1 OFFSET $2;
+EXPLAIN (COSTS OFF) EXECUTE par_top_merged(6, 3);
+EXECUTE par_top_merged(6, 3);
+EXECUTE par_top_merged(4, 19990);
+RESET enable_gathermerge;
 CREATE FUNCTION top_par(n int, skip int) RETURNS SETOF rough LANGUAGE plpgsql AS $$
 BEGIN
   RETURN QUERY SELECT * FROM rough ORDER BY k DESC, id LIMIT n OFFSET skip;

@@ -684,7 +684,9 @@ make_partitionwise_path(PlannerInfo *root, RelOptInfo *input_rel, Path *input,
  * input into a temporary file. The Gather passes no rows (hence its one
  * row): the leader merges the files on their encoded keys, one
  * comparison per row and level of its heap, reading every page once.
- * Exact and unbounded, as the partial GpuSorts under a Gather Merge.
+ * Exact, and unbounded: it is offered only where no bound is known when
+ * planning, and under a LIMIT $1 (a generic plan) the Limit above stops
+ * reading the merged rows.
  */
 static Path *
 make_parallel_sort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *partial_input)
@@ -705,6 +707,7 @@ make_parallel_sort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *partial
 	nkeys = list_length(lsecond(share->custom_private));
 	gpusort_plan_info_from_list(linitial(share->custom_private), &info);
 	info.role = GPUSORT_SORT_SHARE;
+	info.bounded = false;		/* (a LIMIT $1 would have bounded it) */
 	share->custom_private = list_make3(gpusort_plan_info_to_list(&info),
 									   lsecond(share->custom_private), NIL);
 	share->path.parallel_aware = true;
