@@ -8,13 +8,13 @@
  * synchronized start: heapgetpage() prunes the page, checks visibility
  * (and serializable conflicts) and pins it. A Parallel Seq Scan's pages
  * come from its parallel scan, block by block as the processes ask for
- * them, through the scan the executor set up for this process. A filter is evaluated
- * for every visible tuple, as the scan would, so that the scan's counts
- * in EXPLAIN ANALYZE stay exact. Each passing tuple's keys are read where
- * it lies on the page; only a row the row store keeps is put together
- * and, where the scan picks columns (plain column references only),
- * projected by the scan's own projection. So a bounded sort's rows past
- * its threshold cost a few loads each (and the filter).
+ * them, through the scan the executor set up for this process. A filter
+ * is evaluated for every visible tuple, as the scan would, so that the
+ * scan's counts in EXPLAIN ANALYZE stay exact. Each passing tuple's keys
+ * are read where it lies on the page; only a row the row store keeps is
+ * put together and, where the scan picks columns (plain column references
+ * only), projected by the scan's own projection. So a bounded sort's rows
+ * past its threshold cost a few loads each (and the filter).
  *
  * The Seq Scan node is not run, but its instrumentation counts what was
  * read here, so EXPLAIN ANALYZE shows its rows and buffers as before.
@@ -95,7 +95,8 @@ table_pages_usable(PlanState *child)
 }
 
 /* Does the tuple pass the scan's filter? Those that do not are counted as
- * the scan counts them (Rows Removed by Filter). */
+ * the scan counts them (Rows Removed by Filter). The tuple stays in the
+ * scan's slot. */
 static bool
 passes_filter(PlanState *child, HeapTuple tuple, Buffer buffer)
 {
@@ -111,14 +112,16 @@ passes_filter(PlanState *child, HeapTuple tuple, Buffer buffer)
 	return false;
 }
 
-/* The row as the scan returns it: the tuple, or its projection. */
+/* The row as the scan returns it: the tuple (in the scan's slot already
+ * where the filter looked at it), or its projection. */
 static TupleTableSlot *
-scan_row(PlanState *child, HeapTuple tuple, Buffer buffer)
+scan_row(PlanState *child, HeapTuple tuple, Buffer buffer, bool in_slot)
 {
 	ScanState  *scan = (ScanState *) child;
 	ExprContext *econtext = child->ps_ExprContext;
 
-	ExecStoreBufferHeapTuple(tuple, scan->ss_ScanTupleSlot, buffer);
+	if (!in_slot)
+		ExecStoreBufferHeapTuple(tuple, scan->ss_ScanTupleSlot, buffer);
 	if (child->ps_ProjInfo == NULL)
 		return scan->ss_ScanTupleSlot;
 	ResetExprContext(econtext);
@@ -175,6 +178,7 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 	KeyReader	keys_on_page;
 	TableScanDesc scan = parallel_scan(child);
 	bool		own_scan = scan == NULL;
+	bool		filtered = child->qual != NULL;
 	HeapScanDesc heap;
 	HeapTupleData tuple;
 	double		rows = 0;
@@ -221,13 +225,14 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 			tuple.t_len = ItemIdGetLength(item);
 			ItemPointerSet(&tuple.t_self, block, offset);
 			pgstat_count_heap_getnext(relation);
-			if (child->qual != NULL && !passes_filter(child, &tuple, heap->rs_cbuf))
+			if (filtered && !passes_filter(child, &tuple, heap->rs_cbuf))
 				continue;
 			rows++;
 			if (!key_reader_read_heap(&keys_on_page, descriptor, &tuple, keys, nulls))
-				row_store_put(store, scan_row(child, &tuple, heap->rs_cbuf));
+				row_store_put(store, scan_row(child, &tuple, heap->rs_cbuf, filtered));
 			else if (row_store_wants(store, keys, nulls))
-				row_store_keep(store, keys, nulls, scan_row(child, &tuple, heap->rs_cbuf));
+				row_store_keep(store, keys, nulls,
+							   scan_row(child, &tuple, heap->rs_cbuf, filtered));
 		}
 		/* the first page's rows are the scan's first: its startup time */
 		if (pages++ == 0 && child->instrument)
