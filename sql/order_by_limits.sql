@@ -225,6 +225,39 @@ RESET gpusort.enabled;
 RESET plan_cache_mode;
 EXPLAIN (COSTS OFF) SELECT k, id FROM rough ORDER BY k, id LIMIT (SELECT 5);
 SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT (SELECT 5)') AS initplan_limit;
+-- A LIMIT or OFFSET that is also an output column ($1 AS n ... LIMIT $1,
+-- a LATERAL reference in both, a SQL function's argument): the plan's
+-- bound names that column of the sort's input, and evaluating it before
+-- any row was read crashed the backend. Parallel (Gather Merge), then
+-- serial (a LATERAL LIMIT is evaluated above the Gather, so PostgreSQL's
+-- Sort wins there), each against PostgreSQL's rows.
+SET plan_cache_mode = force_generic_plan;
+PREPARE limit_in_output(bigint, bigint) AS
+  SELECT $1 AS n, $1 + $2 AS m, k, id FROM rough ORDER BY k, id LIMIT $1 OFFSET $1 + $2;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE limit_in_output(4, 2);
+EXECUTE limit_in_output(4, 2);
+CREATE FUNCTION top_keys(n int) RETURNS SETOF int8 LANGUAGE sql AS
+  'SELECT n::int8 + k FROM rough ORDER BY k, id LIMIT n';
+SELECT array(SELECT top_keys(5)) AS gpusort_sql_function \gset
+RESET plan_cache_mode;
+SET max_parallel_workers_per_gather = 0;
+SELECT q, both_ways(q) FROM (VALUES
+  ('SELECT o.n, s.* FROM (VALUES (2::int8), (5), (0)) o(n) CROSS JOIN LATERAL
+     (SELECT o.n AS m, k, id FROM rough ORDER BY k DESC, id LIMIT o.n OFFSET o.n) s')
+) v(q);
+SET plan_cache_mode = force_generic_plan;
+PREPARE limit_in_output_serial(bigint) AS
+  SELECT $1 AS n, k, id FROM rough ORDER BY k, id LIMIT $1;
+EXPLAIN (COSTS OFF) EXECUTE limit_in_output_serial(3);
+EXECUTE limit_in_output_serial(3);
+RESET plan_cache_mode;
+SET gpusort.enabled = off;
+SELECT array(SELECT top_keys(5)) = :'gpusort_sql_function' AS same_as_postgresql;
+SELECT 4 AS n, 4 + 2 AS m, k, id FROM rough ORDER BY k, id LIMIT 4 OFFSET 6;
+SELECT 3 AS n, k, id FROM rough ORDER BY k, id LIMIT 3;
+RESET gpusort.enabled;
+RESET max_parallel_workers_per_gather;
+SET max_parallel_workers_per_gather = 2;
 SET gpusort.min_rows = 1000000000;
 -- with the cost model deciding, whatever it picks is right
 SELECT both_ways('SELECT k, id FROM rough ORDER BY k, id LIMIT 10') IN

@@ -21,6 +21,8 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
 
 #include "gpusort_executor.h"
@@ -82,6 +84,35 @@ child_of(GpuSortState *state)
 	return (PlanState *) linitial(state->css.custom_ps);
 }
 
+/*
+ * setrefs.c rewrites custom_exprs against custom_scan_tlist: a LIMIT or
+ * OFFSET subexpression equal to one of our input's columns (SELECT $1 AS
+ * n ... LIMIT $1, or a LATERAL reference in both) became a reference to
+ * that column of the scan tuple. The bound is evaluated before any row
+ * exists, so each such reference gets its column's expression back. That
+ * expression holds no Var: a LIMIT cannot refer to its own query's rows.
+ */
+static Node *
+expand_input_columns(Node *node, void *input_tlist)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		TargetEntry *tle;
+
+		if (var->varno != INDEX_VAR || var->varattno < 1 ||
+			var->varattno > list_length((List *) input_tlist))
+			elog(ERROR, "gpusort: unexpected column reference in the LIMIT expression");
+		tle = list_nth_node(TargetEntry, (List *) input_tlist, var->varattno - 1);
+		if (contain_var_clause((Node *) tle->expr))
+			elog(ERROR, "gpusort: the LIMIT expression refers to a column of its rows");
+		return (Node *) copyObject(tle->expr);
+	}
+	return expression_tree_mutator(node, expand_input_columns, input_tlist);
+}
+
 static void
 begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 {
@@ -127,8 +158,10 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	state->intervals = gpusort_approximate_intervals;
 	if (state->plan.bounded)
 	{
-		state->limit_count = ExecInitExpr(linitial(cscan->custom_exprs), &node->ss.ps);
-		state->limit_offset = ExecInitExpr(lsecond(cscan->custom_exprs), &node->ss.ps);
+		state->bound_exprs = (List *) expand_input_columns((Node *) cscan->custom_exprs,
+														   cscan->custom_scan_tlist);
+		state->limit_count = ExecInitExpr(linitial(state->bound_exprs), &node->ss.ps);
+		state->limit_offset = ExecInitExpr(lsecond(state->bound_exprs), &node->ss.ps);
 	}
 	state->timed = (estate->es_instrument & INSTRUMENT_TIMER) != 0;
 }

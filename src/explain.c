@@ -225,9 +225,8 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 static void
 explain_bound(GpuSortState *state, List *context, ExplainState *es)
 {
-	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
-	Node	   *count = linitial(cscan->custom_exprs);
-	Node	   *offset = lsecond(cscan->custom_exprs);
+	Node	   *count = linitial(state->bound_exprs);
+	Node	   *offset = lsecond(state->bound_exprs);
 
 	if (state->sort_done || (IsA(count, Const) && (offset == NULL || IsA(offset, Const))))
 	{

@@ -25,8 +25,10 @@ typedef struct GpuSortState
 	bool		random_access;	/* rewind, backward or mark/restore needed */
 	bool		approximate;	/* the approximate opt-in was on at the start */
 	int			intervals;		/* ... with this many intervals */
-	ExprState  *limit_count;	/* the LIMIT above, when it bounds this sort */
-	ExprState  *limit_offset;	/* its OFFSET, or NULL */
+	List	   *bound_exprs;	/* the LIMIT above and its OFFSET (or NULL),
+								 * when they bound this sort */
+	ExprState  *limit_count;	/* ... ready to evaluate */
+	ExprState  *limit_offset;
 	int64		bound;			/* LIMIT + OFFSET as evaluated when the rows
 								 * were gathered, 0 for none */
 	bool		timed;			/* EXPLAIN ANALYZE with timing */
