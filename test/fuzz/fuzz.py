@@ -6,7 +6,8 @@ schema, generates random ORDER BY queries (1-8 keys, ASC/DESC, NULLS
 FIRST/LAST, expressions, LIMIT/OFFSET/WITH TIES, subqueries, CTEs, joins,
 UNION ALL, window functions, GROUP BY, DISTINCT, SRFs, LATERAL, IN/EXISTS,
 scroll cursors, prepared statements with generic plans) under random
-settings (work_mem 64kB..1GB, parallel query off/on/forced) and runs each
+settings (work_mem 64kB..1GB, parallel query off/on/forced, the leader's
+participation, up to two of the planner's enable_* switches off) and runs each
 with gpusort.enabled = on and off. The results must agree: the sequence of
 the ORDER BY keys position by position, and the rows as multisets within
 each run of equal keys (PostgreSQL's sort is not stable, GpuSort is; rows
@@ -565,6 +566,10 @@ class Gen:
         ob = ", ".join(k.expr + d for k, d, o in keys)
         style = r.choice(["param", "param", "setting", "offset"])
         gmax = r.randint(0, 10)
+        if style != "setting" and r.random() < 0.3:
+            # the LIMIT's parameter is an output column too: the plan's
+            # bound then refers to a column of the sort's input
+            sel.append("$1::int8 AS lim")
         if style == "param":
             sql = "SELECT %s FROM %s x WHERE x.g < $2 ORDER BY %s LIMIT $1" % (", ".join(sel), t, ob)
             types = "(int, int)"
@@ -600,6 +605,14 @@ class Gen:
         q.kind = "prepared-%s:%s" % (style, t)
 
 
+# the paths GpuSort competes with come twice
+PLANNER_TOGGLES = ["enable_sort", "enable_sort", "enable_incremental_sort", "enable_incremental_sort",
+                   "enable_gathermerge", "enable_gathermerge", "enable_hashjoin", "enable_mergejoin",
+                   "enable_nestloop", "enable_indexscan", "enable_seqscan", "enable_hashagg",
+                   "enable_material", "enable_memoize", "enable_bitmapscan", "enable_parallel_hash",
+                   "enable_parallel_append"]
+
+
 def random_settings(rng, device):
     """Settings for both runs (the GpuSort run adds gpusort.enabled = on)."""
     s = []
@@ -611,10 +624,12 @@ def random_settings(rng, device):
         s += ["SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
               "SET min_parallel_table_scan_size = 0", "SET min_parallel_index_scan_size = 0",
               "SET max_parallel_workers_per_gather = %d" % rng.choice([2, 2, 4])]
-    if rng.random() < 0.2:
-        s.append("SET %s = off" % rng.choice(["enable_hashjoin", "enable_mergejoin", "enable_nestloop",
-                                              "enable_indexscan", "enable_seqscan", "enable_incremental_sort",
-                                              "enable_hashagg", "enable_sort"]))
+    if par != "off" and rng.random() < 0.2:
+        s.append("SET parallel_leader_participation = off")
+    # the planner's other choices: a path that wins only with one of them off
+    # (a Gather Merge off, say) must plan and run as well as the usual ones
+    for toggle in sorted(set(rng.sample(PLANNER_TOGGLES, rng.choice([0, 0, 1, 1, 2])))):
+        s.append("SET %s = off" % toggle)
     g = []
     g.append("SET gpusort.min_rows = %d" % rng.choice([0, 0, 0, 0, 100, 50000]))
     g.append("SET gpusort.gpu_min_elements = %d" % rng.choice([0, 0, 16384]))
@@ -655,15 +670,21 @@ class Fuzzer:
 
     # -- connection
     def connect(self):
+        """Connects, waiting up to a minute: after a backend's crash the
+        server restarts, and a connection made just before the restart
+        breaks in its first statements."""
         deadline = time.time() + 60
         while True:
             try:
                 self.conn = psycopg2.connect(self.args.dsn)
+                self.setup_session()
                 break
-            except psycopg2.OperationalError:
+            except (psycopg2.OperationalError, psycopg2.InterfaceError):
                 if time.time() > deadline:
                     raise
                 time.sleep(1)
+
+    def setup_session(self):
         self.conn.autocommit = True
         cur = self.conn.cursor()
         cur.execute("SELECT oid FROM pg_type")

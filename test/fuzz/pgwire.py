@@ -89,14 +89,21 @@ class Connection:
                            ("application_name", "gpusort fuzz")):
             body += key.encode() + b"\0" + value.encode() + b"\0"
         body += b"\0"
-        self._sock.sendall(struct.pack("!i", len(body) + 4) + body)
+        try:
+            self._sock.sendall(struct.pack("!i", len(body) + 4) + body)
+        except OSError as e:
+            self.closed = 1
+            raise OperationalError("could not connect: %s" % e)
         self._read_until_ready()
 
     # -- messages --
     def _recv_exact(self, count):
         data = b""
         while len(data) < count:
-            chunk = self._sock.recv(count - len(data))
+            try:
+                chunk = self._sock.recv(count - len(data))
+            except OSError:  # reset by a backend that crashed: as closed
+                chunk = b""
             if not chunk:
                 self.closed = 2
                 raise OperationalError("server closed the connection unexpectedly")
@@ -131,7 +138,11 @@ class Connection:
         return tuple(values)
 
     def _send(self, kind, body):
-        self._sock.sendall(kind + struct.pack("!i", len(body) + 4) + body)
+        try:
+            self._sock.sendall(kind + struct.pack("!i", len(body) + 4) + body)
+        except OSError as e:
+            self.closed = 2
+            raise OperationalError("could not send: %s" % e)
 
     def fetch_in_batches(self, sql, batch_rows):
         """Runs one query through the extended protocol (unnamed statement
