@@ -417,14 +417,18 @@ ANALYZE pages;
 -- read_pages(query): whether GpuSort read the table pages, and the Seq
 -- Scan's rows (and those its filter removed) in EXPLAIN ANALYZE
 CREATE FUNCTION read_pages(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE line text; pages boolean := false; scan_rows text; removed text;
+DECLARE line text; pages boolean := false; scan_rows text; loops text; removed text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
     pages := pages OR line ~ 'Table Pages Read by GpuSort: [1-9]';
-    IF line ~ 'Seq Scan' THEN scan_rows := substring(line from 'rows=(\d+)'); END IF;
+    IF line ~ 'Seq Scan' THEN
+      scan_rows := substring(line from 'rows=(\d+)');
+      loops := substring(line from 'loops=(\d+)');
+    END IF;
     IF line ~ 'Rows Removed by Filter' THEN removed := substring(line from '(\d+)'); END IF;
   END LOOP;
   RETURN format('pages read: %s, scan rows: %s', pages, scan_rows) ||
+    coalesce(', loops: ' || nullif(loops, '1'), '') ||
     coalesce(', removed by filter: ' || removed, '');
 END $$;
 SELECT read_pages('SELECT * FROM pages ORDER BY k') AS pages_unbounded,
@@ -452,6 +456,10 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT o.n, s.* FROM (VALUES (1), (7), (300)) o(n),
     LATERAL (SELECT * FROM pages WHERE id % o.n = 0 ORDER BY k, id LIMIT 25) s', 'n, k, id')) v(q, k);
 SELECT read_pages('SELECT * FROM pages WHERE late > 500 ORDER BY k, id LIMIT 10') AS filtered_bounded;
+-- each rescan with a new outer value in the filter rescans the scan too
+-- (its loops, and rows and removed rows per loop)
+SELECT read_pages('SELECT o.n, s.* FROM (VALUES (1), (7), (300)) o(n),
+    LATERAL (SELECT * FROM pages WHERE id % o.n = 0 ORDER BY k, id LIMIT 25) s') AS filtered_rescanned;
 SET gpusort.read_table_pages = off;
 SELECT read_pages('SELECT * FROM pages WHERE late > 500 ORDER BY k, id LIMIT 10') AS through_the_scan;
 RESET gpusort.read_table_pages;

@@ -373,12 +373,13 @@ rescan_gpusort(CustomScanState *node)
 	{
 		/* new input, or rows already given back: sort again from scratch
 		 * (a merge of shares first stops its helpers, whom the Gather's
-		 * rescan waits for) */
+		 * rescan waits for). The child is rescanned now, not when it next
+		 * runs: reading the table's pages, the node never runs it, and
+		 * its changed parameters and loop count would stay as they are. */
 		if (state->plan.role == GPUSORT_MERGE_SHARES)
 			gpusort_stop_range_merges(state);
 		drop_rows(state);
-		if (child->chgParam == NULL)
-			ExecReScan(child);
+		ExecReScan(child);
 		return;
 	}
 	/* same input: read it again from the start */
