@@ -25,10 +25,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "catalog/pg_tablespace_d.h"
+#include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
+#include "utils/guc.h"
 #include "utils/wait_event.h"
 
 #include "gpusort.h"
@@ -981,6 +985,27 @@ submit_rows(ServiceRows *rows, gs_message *message, char *why, size_t why_size)
 }
 
 /*
+ * Where the service may write a rows job's rows when it gives their GPU
+ * memory back to a waiting job, and how much: as this backend's own
+ * temporary files, in its next temporary tablespace (else its database's
+ * default) and within its temp_file_limit.
+ */
+static void
+give_back_file_limits(gs_message *message)
+{
+	Oid			tablespace;
+	char		relative[MAXPGPATH];
+
+	PrepareTempTablespaces();
+	tablespace = GetNextTempTableSpace();
+	if (!OidIsValid(tablespace))
+		tablespace = OidIsValid(MyDatabaseTableSpace) ? MyDatabaseTableSpace : DEFAULTTABLESPACE_OID;
+	TempTablespacePath(relative, tablespace);
+	snprintf(message->temp_dir, sizeof(message->temp_dir), "%s/%s", DataDir, relative);
+	message->temp_file_limit_bytes = temp_file_limit < 0 ? -1 : (int64) temp_file_limit * 1024;
+}
+
+/*
  * Asks for room for about `capacity_bytes` of records (less where a
  * quarter of the GPU's budget, or the per-sort cap with the service's
  * working space, is less), none under `min_record_bytes`.
@@ -1043,6 +1068,7 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	message.memory_limit = memory_limit;
 	/* rows in the GPU's memory are a speed-up, never worth a wait */
 	message.wait_ms = 0;
+	give_back_file_limits(&message);
 	if (!submit_rows(rows, &message, why, why_size))
 		return NULL;
 	if (shared && message.token == 0)

@@ -27,9 +27,11 @@
  * A sorted rows job whose client asks for nothing for
  * ROWS_IDLE_GIVE_BACK_MS, while the first job in the queue waits for GPU
  * memory that the rows job's would make enough, gives its memory back: its
- * rows go, in order, to an unnamed temporary file in PostgreSQL's
- * temporary directory (--temp-dir), and its client reads them from there
- * as before (a client that reads slowly, a cursor fetched now and then).
+ * rows go, in order, to an unnamed temporary file in the directory its
+ * client named (its temporary tablespace's; else --temp-dir), unless they
+ * are more than the client's temp_file_limit, and its client reads them
+ * from there as before (a client that reads slowly, a cursor fetched now
+ * and then).
  *
  * A GPU failure (GPU_FAILED) may leave the context unusable, so the process
  * answers the job and then exits with GPUD_EXIT_DEVICE_FAULT; the worker
@@ -632,7 +634,9 @@ valid_job(const gs_message *job)
 		return job->key_bytes == 8 && !job->with_index;
 	if (job->kind == GS_JOB_ROWS)
 		return job->capacity_bytes > 0 && job->capacity_bytes <= service.budget_bytes &&
-			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS;
+			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS &&
+			memchr(job->temp_dir, '\0', sizeof(job->temp_dir)) != NULL &&
+			job->temp_file_limit_bytes >= -1;
 	if (job->kind != GS_JOB_SORT && job->kind != GS_JOB_APPROX)
 		return false;
 	if ((job->key_bytes != 4 && job->key_bytes != 8) || job->key_bits > job->key_bytes * 8)
@@ -1119,28 +1123,35 @@ write_all(int file, const char *data, uint64_t length, char *message, size_t mes
 	return true;
 }
 
-/* An unnamed file in the temporary directory (made if missing), or -1. */
-static int
-open_unnamed_file(char *message, size_t message_size)
+/* Where a rows job's rows go when it gives back: its client's temporary
+ * directory, else the one the service was started with; NULL, none. */
+static const char *
+rows_job_temp_dir(const RowsJob *rows)
 {
-	char		path[1024];
+	return rows->submit.temp_dir[0] != '\0' ? rows->submit.temp_dir : service.temp_dir;
+}
+
+/* An unnamed file in directory `dir` (made if missing), or -1. */
+static int
+open_unnamed_file(const char *dir, char *message, size_t message_size)
+{
+	char		path[1100];
 	int			file;
 
-	if (mkdir(service.temp_dir, 0700) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 	{
-		snprintf(message, message_size, "cannot make %s: %s", service.temp_dir, strerror(errno));
+		snprintf(message, message_size, "cannot make %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	file = open(service.temp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	file = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (file >= 0)
 		return file;
 	/* (a file system without O_TMPFILE: a named one, removed at once) */
-	snprintf(path, sizeof(path), "%s/gpusort_gpud.XXXXXX", service.temp_dir);
+	snprintf(path, sizeof(path), "%s/gpusort_gpud.XXXXXX", dir);
 	file = mkostemp(path, O_CLOEXEC);
 	if (file < 0)
 	{
-		snprintf(message, message_size, "cannot make a file in %s: %s", service.temp_dir,
-				 strerror(errno));
+		snprintf(message, message_size, "cannot make a file in %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	unlink(path);
@@ -1150,13 +1161,13 @@ open_unnamed_file(char *message, size_t message_size)
 /*
  * A sorted job gives its GPU memory back: every ordered record goes to an
  * unnamed temporary file, which the reads use from then on. False (the
- * memory kept, the reason logged) if the file cannot be written. Under the
- * job's lock.
+ * memory kept, the reason logged) if the file cannot be written or would
+ * pass the client's temp_file_limit. Under the job's lock.
  */
 static bool
 rows_job_give_back(RowsJob *rows)
 {
-	char		message[256] = "";
+	char		message[1200] = "";	/* (a directory's name, a reason) */
 	uint64_t	buffer_bytes = rows->used < GIVE_BACK_BUFFER_BYTES ?
 		rows->used : GIVE_BACK_BUFFER_BYTES;
 	char	   *buffer = rows->host != NULL ? NULL : malloc(buffer_bytes > 0 ? buffer_bytes : 1);
@@ -1165,8 +1176,16 @@ rows_job_give_back(RowsJob *rows)
 
 	if (!ok)
 		snprintf(message, sizeof(message), "out of host memory");
+	if (ok && rows->submit.temp_file_limit_bytes >= 0 &&
+		rows->used > (uint64_t) rows->submit.temp_file_limit_bytes)
+	{
+		snprintf(message, sizeof(message), "its %llu kB of rows exceed the client's "
+				 "temp_file_limit (%lld kB)", (unsigned long long) (rows->used >> 10),
+				 (long long) (rows->submit.temp_file_limit_bytes >> 10));
+		ok = false;
+	}
 	if (ok)
-		ok = (file = open_unnamed_file(message, sizeof(message))) >= 0;
+		ok = (file = open_unnamed_file(rows_job_temp_dir(rows), message, sizeof(message))) >= 0;
 	for (uint64_t offset = 0; ok && offset < rows->used;)
 	{
 		uint64_t	piece = rows->used - offset < GIVE_BACK_BUFFER_BYTES ?
@@ -1210,7 +1229,7 @@ static bool
 receive_rows_message(int fd, RowsJob *rows, uint64_t *gpu_bytes, gs_message *message)
 {
 	while (rows->sorted && *gpu_bytes > 0 && !rows->give_back_failed &&
-		   service.temp_dir != NULL)
+		   rows_job_temp_dir(rows) != NULL)
 	{
 		struct pollfd client = {fd, POLLIN, 0};
 		int			ready = poll(&client, 1, ROWS_IDLE_GIVE_BACK_MS);

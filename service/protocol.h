@@ -79,7 +79,7 @@
 
 /* Bumped whenever a message or a record changes; both sides refuse
  * another version. */
-#define GS_SERVICE_PROTOCOL 4
+#define GS_SERVICE_PROTOCOL 5
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -154,6 +154,11 @@ typedef struct gs_message
 	uint32_t	descending_mask;
 	uint32_t	nulls_first_mask;
 	uint32_t	shared;			/* others may attach (ADMITTED gives a token) */
+	/* where the rows go if the job gives its GPU memory back (the client's
+	 * temporary tablespace's directory), and the most bytes they may take
+	 * there (the client's temp_file_limit; -1, none) */
+	char		temp_dir[1024];
+	int64_t		temp_file_limit_bytes;
 	uint64_t	token;			/* ADMITTED of a shared job; SUBMIT of an attach */
 
 	/* ADMITTED */

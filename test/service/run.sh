@@ -24,7 +24,9 @@
 #      the leader sorts: PostgreSQL's rows and order, no files; files for
 #      what does not fit; rescans;
 #   4d. a cursor read slowly gives its rows job's GPU memory to a sort
-#      that waits for it, and still reads PostgreSQL's rows in order;
+#      that waits for it (its rows to a file in the cursor's temporary
+#      tablespace, unless they pass its temp_file_limit), and still reads
+#      PostgreSQL's rows in order;
 #   5. kill -9 of a gpusort-gpud mid-sort: the sort finishes on the CPU
 #      (auto) or fails with a clear error (gpu), the process comes back, and
 #      PostgreSQL does not restart;
@@ -353,9 +355,14 @@ echo "== a rows job whose client reads slowly gives its GPU memory to a waiting 
 # left, so under gpusort.device = gpu it waits; the cursor, fetched again
 # only after 10 s, gives its memory back to it meanwhile
 start_server gpusort 100 1 0
+# the cursor's session writes its temporary files in a tablespace of its
+# own (temp_tablespaces): so does the service for its rows job
+mkdir -p "$workdir/ts" && { [ -z "$run_as" ] || chown "$dbuser" "$workdir/ts"; }
+psql_q -c "CREATE TABLESPACE gs_tmp LOCATION '$workdir/ts'" >/dev/null
 big_sort="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 6500011)::int4) FROM generate_series(1, 6500000) g))) WITH ORDINALITY AS u(v, i)) s"
 check "the large sort alone fits the budget" "6500000|t" "$(psql_q -c "$big_sort" | tail -n 1)"
-printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
+printf '%s\n' "$spill" "SET temp_tablespaces = gs_tmp;" "BEGIN;" \
+  "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
   "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
   "SELECT pg_sleep(10);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
 slow_pid=$!
@@ -366,6 +373,10 @@ big_ms=$(( ($(date +%s%N) - big_start) / 1000000 ))
 if kill -0 "$slow_pid" 2>/dev/null; then reader_waiting=yes; else reader_waiting=no; fi
 check "the waiting sort ran while the slow reader still held its cursor (${big_ms} ms)" \
   "6500000|t yes" "$big_out $reader_waiting"
+# (an unnamed file: only the service's open descriptors show where it is)
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+check "the rows went to a file in the cursor's temporary tablespace" "1" \
+  "$(ls -l "/proc/$gpud_pid/fd" 2>/dev/null | grep -c "$workdir/ts/.*/pgsql_tmp/")"
 wait "$slow_pid"
 case "$(head -n 3 "$workdir/slow.out")" in *"held 1"*) ok "the cursor's rows were in a rows job";;
   *) bad "the cursor's rows were in a rows job" "$(head -n 3 "$workdir/slow.out")";; esac
@@ -377,6 +388,22 @@ case "$(cat "$workdir/server.log")" in *"gave its "*" MB of GPU memory to a wait
   *) bad "the service logged the give-back" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
 check "no job left when the reader ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
+# a rows job whose rows would pass its client's temp_file_limit keeps its
+# memory: 15000 rows (1.4 MB, all in the job, no file of the backend's own) against
+# a limit of 1MB; the waiting sort gives up after 2 s
+printf '%s\n' "$spill" "SET temp_file_limit = '1MB';" "BEGIN;" \
+  "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;" \
+  "FETCH 1 FROM c;" "SELECT pg_sleep(4);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/limited.out" &
+slow_pid=$!
+sleep 1.5
+psql_q -c "SET statement_timeout = '2s'; $big_sort" > /dev/null
+wait "$slow_pid"
+case "$(cat "$workdir/server.log")" in *"kept its GPU memory: its "*" kB of rows exceed the client's temp_file_limit (1024 kB)"*)
+  ok "beyond the client's temp_file_limit the rows stay in GPU memory";;
+  *) bad "beyond the client's temp_file_limit the rows stay in GPU memory" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
+check "and the reader gets PostgreSQL's rows" \
+  "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id" | md5sum)" \
+  "$(grep -v -e '^$' -e '^SET$' "$workdir/limited.out" | md5sum)"
 
 # ---- 5. a crash of the CUDA process ----
 echo "== kill -9 of gpusort-gpud during a sort"
