@@ -32,6 +32,7 @@
 #include "postmaster/postmaster.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
+#include "access/xact.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
@@ -41,6 +42,10 @@
 int			gpusort_queue_timeout_ms = 1000;
 
 static char last_error[512] = "no GPU error";
+
+/* The start of the last statement one of whose jobs waited out its time
+ * in the service's queue (admission_wait_ms) */
+static TimestampTz refused_statement = 0;
 
 /* This backend's mapping of each GPU's staging area (the memfd it was
  * handed), kept while that gpusort-gpud lives. */
@@ -459,12 +464,14 @@ map_staging(int gpu, const gs_message *welcome, int memfd)
 }
 
 /* HELLO and WELCOME; the connection stays open for a job. -1 on failure
- * (*why says what). */
+ * (*why says what); -2 if `poll` (NULL: none) says the wait is cancelled. */
 static int
-open_session(int gpu, gs_message *welcome, int *memfd, char *why, size_t why_size)
+open_session(int gpu, gs_message *welcome, int *memfd, char *why, size_t why_size,
+			 gpu_poll_fn poll, void *poll_arg)
 {
 	gs_message	hello;
 	int			fd = connect_to(gpu);
+	wait_result result = WAIT_CLOSED;
 
 	*memfd = -1;
 	if (fd < 0)
@@ -476,11 +483,11 @@ open_session(int gpu, gs_message *welcome, int *memfd, char *why, size_t why_siz
 	hello.protocol = GS_SERVICE_PROTOCOL;
 	strlcpy(hello.build, GPUSORT_BUILD, sizeof(hello.build));
 	if (!send_message(fd, &hello, GS_MSG_HELLO) ||
-		receive_message(fd, welcome, NULL, NULL, 10000, memfd) != WAIT_OK)
+		(result = receive_message(fd, welcome, poll, poll_arg, 10000, memfd)) != WAIT_OK)
 	{
 		snprintf(why, why_size, "the GPU service's process for GPU %d did not answer", gpu);
 		close(fd);
-		return -1;
+		return result == WAIT_CANCELLED ? -2 : -1;
 	}
 	if (welcome->type == GS_MSG_REFUSED)
 	{
@@ -501,7 +508,7 @@ bool
 gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size)
 {
 	int			memfd;
-	int			fd = open_session(gpu, welcome, &memfd, why, why_size);
+	int			fd = open_session(gpu, welcome, &memfd, why, why_size, NULL, NULL);
 
 	if (fd < 0)
 		return false;
@@ -520,6 +527,7 @@ typedef struct ClientJob
 	gpu_poll_fn poll;
 	void	   *poll_arg;
 	bool		copied_back;	/* the caller's buffers hold the results */
+	const char *short_wait;		/* why it may wait less than usual, or NULL */
 } ClientJob;
 
 /* Moves [offset, offset + length) of the area between `host` and the slot,
@@ -597,6 +605,7 @@ status_of_refusal(const gs_message *refused, int gpu)
 			return GPU_OUT_OF_MEMORY;
 		case GS_REFUSED_QUEUE_TIMEOUT:
 			gpu_service_count_fallback(gpu, FALLBACK_QUEUE_TIMEOUT);
+			refused_statement = GetCurrentStatementStartTimestamp();
 			return GPU_BUSY;
 		case GS_REFUSED_OUT_OF_MEMORY:
 			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
@@ -624,7 +633,12 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	char	   *slot;
 	wait_result result;
 
-	fd = open_session(gpu, &message, &memfd, why, sizeof(why));
+	fd = open_session(gpu, &message, &memfd, why, sizeof(why), job->poll, job->poll_arg);
+	if (fd == -2)
+	{
+		set_error("the GPU sort was interrupted");
+		return GPU_INTERRUPTED;
+	}
 	if (fd < 0)
 	{
 		set_error("%s", why);
@@ -646,7 +660,10 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 		goto wait_failed;
 	if (message.type == GS_MSG_REFUSED)
 	{
-		set_error("%s", message.message);
+		if (message.refusal == GS_REFUSED_QUEUE_TIMEOUT && job->short_wait != NULL)
+			set_error("%s; %s", message.message, job->short_wait);
+		else
+			set_error("%s", message.message);
 		close(fd);
 		count_queue_wait(gpu, message.queue_ms);
 		done->queue_ms = message.queue_ms;
@@ -789,6 +806,49 @@ cancel_requested(void *arg)
 		(QueryCancelPending || ProcDiePending);
 }
 
+/* Whether this backend holds a rows job: some sort's rows in the service. */
+static bool
+holds_rows_job(void)
+{
+	for (int gpu = 0; gpu < GS_SERVICE_MAX_GPUS; gpu++)
+		if (mappings[gpu].rows_jobs > 0)
+			return true;
+	return false;
+}
+
+/*
+ * How long a job may wait for admission: gpusort.device = gpu as long as
+ * it takes (statement_timeout still applies), auto gpusort.queue_timeout
+ * and then it sorts on the CPU. Where a wait could be for the waiter
+ * itself, gpu waits no longer than auto:
+ * - a backend holding a rows job: the memory or slot it waits for may be
+ *   its own job's, or held by another backend that waits for this one's;
+ * - a process of a parallel query: the slots may be held by the query's
+ *   other processes, which wait on the Gather, which waits for this one.
+ * Once a job of the statement has waited its time out, the statement's
+ * later jobs do not wait at all.
+ */
+static int64
+admission_wait_ms(const char **short_wait)
+{
+	bool		holding = holds_rows_job();
+
+	*short_wait = NULL;
+	if (refused_statement != 0 && refused_statement == GetCurrentStatementStartTimestamp())
+	{
+		*short_wait = "an earlier sort of this statement already waited its time";
+		return 0;
+	}
+	if (gpusort_device != GS_DEVICE_GPU)
+		return gpusort_queue_timeout_ms;
+	if (!holding && !IsInParallelMode())
+		return -1;
+	*short_wait = holding ?
+		"a query holding rows in the GPU service waits at most gpusort.queue_timeout for more" :
+		"a parallel query's processes wait at most gpusort.queue_timeout";
+	return gpusort_queue_timeout_ms;
+}
+
 static void
 submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void *keys,
 			uint32_t *row_index, size_t memory_limit, gpu_poll_fn poll, void *poll_arg)
@@ -799,9 +859,7 @@ submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void
 	job->submit.key_bytes = key_bytes;
 	job->submit.with_index = row_index != NULL;
 	job->submit.memory_limit = memory_limit;
-	/* gpusort.device = gpu waits as long as it takes (statement_timeout
-	 * still applies); auto waits its bounded time, then sorts on the CPU */
-	job->submit.wait_ms = gpusort_device == GS_DEVICE_GPU ? -1 : gpusort_queue_timeout_ms;
+	job->submit.wait_ms = admission_wait_ms(&job->short_wait);
 	job->keys = keys;
 	job->row_index = row_index;
 	job->poll = poll;
@@ -936,7 +994,7 @@ connect_rows(int gpu, char *why, size_t why_size)
 
 	rows = palloc0(sizeof(ServiceRows));
 	rows->gpu = gpu;
-	rows->fd = open_session(gpu, &welcome, &memfd, why, why_size);
+	rows->fd = open_session(gpu, &welcome, &memfd, why, why_size, NULL, NULL);
 	if (rows->fd < 0)
 	{
 		pfree(rows);

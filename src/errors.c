@@ -113,7 +113,8 @@ gpusort_check_status(gs_status status, const gs_sort_report *report)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("the GPU stayed busy: %s", report->gpu_message),
-					 errhint("Raise gpusort.queue_timeout, or set gpusort.device = 'auto' "
+					 errhint("Raise gpusort.queue_timeout or (a superuser) "
+							 "gpusort.service_memory_budget, or set gpusort.device = 'auto' "
 							 "to sort on the CPU when the GPU is busy.")));
 			break;
 		case GS_ERR_GPU_FAILURE:

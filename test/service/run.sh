@@ -27,6 +27,8 @@
 #      that waits for it (its rows to a file in the cursor's temporary
 #      tablespace, unless they pass its temp_file_limit), and still reads
 #      PostgreSQL's rows in order;
+#   4e. concurrent sorts each holding a rows job do not wait for each
+#      other's GPU memory;
 #   5. kill -9 of a gpusort-gpud mid-sort: the sort finishes on the CPU
 #      (auto) or fails with a clear error (gpu), the process comes back, and
 #      PostgreSQL does not restart;
@@ -404,6 +406,37 @@ case "$(cat "$workdir/server.log")" in *"kept its GPU memory: its "*" kB of rows
 check "and the reader gets PostgreSQL's rows" \
   "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id" | md5sum)" \
   "$(grep -v -e '^$' -e '^SET$' "$workdir/limited.out" | md5sum)"
+
+# ---- 4e. sorts holding rows in the service do not wait for each other ----
+echo "== concurrent sorts beyond work_mem, each holding a rows job, do not deadlock"
+# each rows job is sized to a quarter of the 90 MB budget, so four hold it
+# all while their runs beyond it wait for GPU memory: each waited for the
+# others forever under gpu (and gpusort.queue_timeout per run under auto)
+many="SET statement_timeout = '20s'; SET work_mem = '256kB'; SET max_parallel_workers_per_gather = 0; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.gpu_min_elements = 0;"
+many_sql="SELECT count(*), md5(string_agg(id::text, ',')) FROM (SELECT * FROM rows_t ORDER BY k, id) s"
+many_start=$(date +%s%N)
+for i in 1 2 3 4 5 6 7 8; do psql_q -c "$many $many_sql" > "$workdir/many_$i.out" & done
+wait
+many_ms=$(( ($(date +%s%N) - many_start) / 1000000 ))
+expected_many=$(psql_q -c "SET gpusort.enabled = off; $many_sql")
+check "under auto all eight finish with PostgreSQL's rows (${many_ms} ms)" "8" \
+  "$(cat "$workdir"/many_*.out | grep -c -x -F "$expected_many")"
+for i in 1 2 3 4 5 6 7 8; do psql_q -c "$many SET gpusort.device = gpu; $many_sql" > "$workdir/many_$i.out" & done
+wait
+check "under gpu each finishes or says why, none waits out statement_timeout" "8 0" \
+  "$(cat "$workdir"/many_*.out | grep -c -x -e "$expected_many" -e "ERROR:  the GPU stayed busy: .*waits at most gpusort.queue_timeout for more") $(cat "$workdir"/many_*.out | grep -c "statement timeout")"
+
+echo "== a gpusort-gpud that does not answer: statement_timeout still ends the sort"
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+kill -STOP "$gpud_pid"
+stopped_start=$(date +%s%N)
+stopped_out=$(psql_q -c "SET statement_timeout = '2s'; SET gpusort.device = gpu; SELECT count(*) FROM unnest(gpu_sort(array(SELECT g FROM generate_series(1, 100000) g)))")
+stopped_ms=$(( ($(date +%s%N) - stopped_start) / 1000000 ))
+kill -CONT "$gpud_pid"
+case "$stopped_out" in *"canceling statement due to statement timeout"*)
+  if [ "$stopped_ms" -lt 6000 ]; then ok "the sort ended at statement_timeout (${stopped_ms} ms)"
+  else bad "the sort ended at statement_timeout" "${stopped_ms} ms"; fi;;
+  *) bad "the sort ended at statement_timeout" "$stopped_out";; esac
 
 # ---- 5. a crash of the CUDA process ----
 echo "== kill -9 of gpusort-gpud during a sort"
