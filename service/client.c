@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "catalog/pg_tablespace_d.h"
 #include "commands/tablespace.h"
 #include "miscadmin.h"
@@ -32,7 +33,6 @@
 #include "postmaster/postmaster.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
-#include "access/xact.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
