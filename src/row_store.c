@@ -124,6 +124,9 @@ typedef struct SortedRun
 	ServiceRows *gpu;
 	int64		gpu_position;
 	Size		largest_record;
+	/* while rows come: 0 for a run spilled from memory, one more than its
+	 * inputs' for a run merged from them (merge_newest_runs()) */
+	int			level;
 } SortedRun;
 
 /* One input of a merge: a run on disk, or the sorted rows in memory. */
@@ -221,6 +224,7 @@ struct RowStore
 	/* runs on disk */
 	SortedRun **runs;
 	int			nruns;
+	int			run_levels;		/* the highest SortedRun.level made yet */
 	int			runs_allocated;
 	int			files_created;	/* in spec.share_files */
 	int64		disk_bytes;
@@ -1748,6 +1752,48 @@ gpu_run_due(const RowStore *store)
 	return memory_to_sort(store) >= GPU_RUN_EARLY_BYTES && gpu_run_allowed(store);
 }
 
+/*
+ * Every open run holds a file buffer (BLCKSZ) in the store's memory, so
+ * runs must not pile up while rows still come: once the newest
+ * row_store_merge_order() runs are of one level, they are merged into one
+ * run of the next (neighbours, so the runs stay in input order; never the
+ * GPU run). At most that many runs a level stay open, and each row is
+ * merged once a level, as in passes at the end.
+ */
+static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, int count,
+								 bool with_memory, size_t limit);
+
+static void
+merge_newest_runs(RowStore *store, size_t limit)
+{
+	int			order = row_store_merge_order(store->spec.work_mem_bytes);
+
+	for (;;)
+	{
+		int			first = store->nruns - order;
+		int			level;
+		SortedRun  *merged;
+
+		if (first < 0)
+			return;
+		level = store->runs[first]->level;
+		for (int i = first; i < store->nruns; i++)
+			if (store->runs[i] == store->gpu_run || store->runs[i]->gpu != NULL ||
+				store->runs[i]->level != level)
+				return;
+		merged = merge_into_run(store, NULL, first, order, false, limit);
+		merged->level = level + 1;
+		/* (a level made is a pass over the rows so far, for EXPLAIN) */
+		if (merged->level > store->run_levels)
+		{
+			store->run_levels = merged->level;
+			store->stats.merge_passes++;
+		}
+		store->runs[first] = merged;
+		store->nruns = first + 1;
+	}
+}
+
 /* Sorts the rows in memory (exactly) and writes them as a new run; memory
  * starts over, with room for as many rows again when more are coming. */
 static void
@@ -1770,6 +1816,8 @@ spill_rows(RowStore *store, bool more_rows)
 
 	MemoryContextDelete(store->rows_context);
 	allocate_rows(store, more_rows ? store->capacity : 1);
+	if (more_rows)
+		merge_newest_runs(store, limit);
 }
 
 /* ---- merging ---- */
