@@ -28,10 +28,9 @@
  * ROWS_IDLE_GIVE_BACK_MS, while the first job in the queue waits for GPU
  * memory that the rows job's would make enough, gives its memory back: its
  * rows go, in order, to an unnamed temporary file in the directory its
- * client named (its temporary tablespace's; else --temp-dir), unless they
- * are more than the client's temp_file_limit, and its client reads them
- * from there as before (a client that reads slowly, a cursor fetched now
- * and then).
+ * client named (its temporary tablespace's), unless they are more than the
+ * client's temp_file_limit, and its client reads them from there as before
+ * (a client that reads slowly, a cursor fetched now and then).
  *
  * A GPU failure (GPU_FAILED) may leave the context unusable, so the process
  * answers the job and then exits with GPUD_EXIT_DEVICE_FAULT; the worker
@@ -85,7 +84,6 @@
 static struct
 {
 	const char *socket_name;
-	const char *temp_dir;		/* where rows given back go; NULL: kept */
 	int			gpu_index;
 	char		build[64];
 	uint64_t	staging_bytes;
@@ -635,6 +633,7 @@ valid_job(const gs_message *job)
 	if (job->kind == GS_JOB_ROWS)
 		return job->capacity_bytes > 0 && job->capacity_bytes <= service.budget_bytes &&
 			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS &&
+			job->temp_dir[0] != '\0' &&
 			memchr(job->temp_dir, '\0', sizeof(job->temp_dir)) != NULL &&
 			job->temp_file_limit_bytes >= -1;
 	if (job->kind != GS_JOB_SORT && job->kind != GS_JOB_APPROX)
@@ -774,9 +773,9 @@ rows_job_free_keys(RowsJob *rows)
 	rows->allocated = 0;
 }
 
-/* Frees what the job holds (not the job): under its lock, or alone. */
+/* The records, wherever they are: GPU, host memory or file. */
 static void
-rows_job_free_memory(RowsJob *rows)
+rows_job_free_records(RowsJob *rows)
 {
 	gpu_rows_destroy(rows->device);
 	rows->device = NULL;
@@ -785,6 +784,13 @@ rows_job_free_memory(RowsJob *rows)
 	if (rows->file >= 0)
 		close(rows->file);
 	rows->file = -1;
+}
+
+/* Frees what the job holds (not the job): under its lock, or alone. */
+static void
+rows_job_free_memory(RowsJob *rows)
+{
+	rows_job_free_records(rows);
 	rows_job_free_keys(rows);
 }
 
@@ -1123,14 +1129,6 @@ write_all(int file, const char *data, uint64_t length, char *message, size_t mes
 	return true;
 }
 
-/* Where a rows job's rows go when it gives back: its client's temporary
- * directory, else the one the service was started with; NULL, none. */
-static const char *
-rows_job_temp_dir(const RowsJob *rows)
-{
-	return rows->submit.temp_dir[0] != '\0' ? rows->submit.temp_dir : service.temp_dir;
-}
-
 /* An unnamed file in directory `dir` (made if missing), or -1. */
 static int
 open_unnamed_file(const char *dir, char *message, size_t message_size)
@@ -1185,7 +1183,7 @@ rows_job_give_back(RowsJob *rows)
 		ok = false;
 	}
 	if (ok)
-		ok = (file = open_unnamed_file(rows_job_temp_dir(rows), message, sizeof(message))) >= 0;
+		ok = (file = open_unnamed_file(rows->submit.temp_dir, message, sizeof(message))) >= 0;
 	for (uint64_t offset = 0; ok && offset < rows->used;)
 	{
 		uint64_t	piece = rows->used - offset < GIVE_BACK_BUFFER_BYTES ?
@@ -1212,10 +1210,7 @@ rows_job_give_back(RowsJob *rows)
 		rows->give_back_failed = true;
 		return false;
 	}
-	gpu_rows_destroy(rows->device);
-	rows->device = NULL;
-	free(rows->host);
-	rows->host = NULL;
+	rows_job_free_records(rows);
 	rows->file = file;
 	return true;
 }
@@ -1228,8 +1223,7 @@ rows_job_give_back(RowsJob *rows)
 static bool
 receive_rows_message(int fd, RowsJob *rows, uint64_t *gpu_bytes, gs_message *message)
 {
-	while (rows->sorted && *gpu_bytes > 0 && !rows->give_back_failed &&
-		   rows_job_temp_dir(rows) != NULL)
+	while (rows->sorted && *gpu_bytes > 0 && !rows->give_back_failed)
 	{
 		struct pollfd client = {fd, POLLIN, 0};
 		int			ready = poll(&client, 1, ROWS_IDLE_GIVE_BACK_MS);
@@ -1607,7 +1601,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: gpusort-gpud --socket NAME --gpu-index N --staging-mb MB --budget-mb MB\n"
-			"                    [--temp-dir DIR] --build VERSION\n"
+			"                    --build VERSION\n"
 			"       gpusort-gpud --count    (prints how many GPUs it sees)\n"
 			"Started by gpusort's background worker, not by hand.\n");
 	exit(GPUD_EXIT_USAGE);
@@ -1731,8 +1725,6 @@ main(int argc, char **argv)
 			service.staging_bytes = strtoull(value, NULL, 10) << 20;
 		else if (strcmp(argv[i], "--budget-mb") == 0)
 			budget_mb = strtoull(value, NULL, 10);
-		else if (strcmp(argv[i], "--temp-dir") == 0)
-			service.temp_dir = value;
 		else if (strcmp(argv[i], "--build") == 0)
 			snprintf(service.build, sizeof(service.build), "%s", value);
 		else

@@ -21,13 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "catalog/pg_tablespace_d.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "postmaster/postmaster.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -371,21 +369,14 @@ start_gpud(int gpu)
 	char		index[16],
 				staging[16],
 				budget[16];
-	char		temp_relative[MAXPGPATH];
-	char		temp_dir[MAXPGPATH];
 	char	   *argv[] = {gpud_path, "--socket", socket_name, "--gpu-index", index,
-		"--staging-mb", staging, "--budget-mb", budget, "--temp-dir", temp_dir, "--build",
-	GPUSORT_BUILD, NULL};
+		"--staging-mb", staging, "--budget-mb", budget, "--build", GPUSORT_BUILD, NULL};
 
 	gs_service_socket_name(socket_name, sizeof(socket_name), (int) PostmasterPid,
 						   PostPortNumber, gpu);
 	snprintf(index, sizeof(index), "%d", gpu);
 	snprintf(staging, sizeof(staging), "%d", gpusort_service_staging_mb);
 	snprintf(budget, sizeof(budget), "%d", gpusort_service_memory_budget_mb);
-	/* rows a slow reader's job gives back go where PostgreSQL's own
-	 * temporary files go by default */
-	TempTablespacePath(temp_relative, DEFAULTTABLESPACE_OID);
-	snprintf(temp_dir, sizeof(temp_dir), "%s/%s", DataDir, temp_relative);
 
 	p->pid = start_program(argv, p->device, -1);
 	if (p->pid < 0)
