@@ -1752,6 +1752,9 @@ gpu_run_due(const RowStore *store)
 	return memory_to_sort(store) >= GPU_RUN_EARLY_BYTES && gpu_run_allowed(store);
 }
 
+static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, int count,
+								 bool with_memory, size_t limit);
+
 /*
  * Every open run holds a file buffer (BLCKSZ) in the store's memory, so
  * runs must not pile up while rows still come: once the newest
@@ -1760,9 +1763,6 @@ gpu_run_due(const RowStore *store)
  * GPU run). At most that many runs a level stay open, and each row is
  * merged once a level, as in passes at the end.
  */
-static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, int count,
-								 bool with_memory, size_t limit);
-
 static void
 merge_newest_runs(RowStore *store, size_t limit)
 {
@@ -1778,8 +1778,7 @@ merge_newest_runs(RowStore *store, size_t limit)
 			return;
 		level = store->runs[first]->level;
 		for (int i = first; i < store->nruns; i++)
-			if (store->runs[i] == store->gpu_run || store->runs[i]->gpu != NULL ||
-				store->runs[i]->level != level)
+			if (store->runs[i]->gpu != NULL || store->runs[i]->level != level)
 				return;
 		merged = merge_into_run(store, NULL, first, order, false, limit);
 		merged->level = level + 1;
