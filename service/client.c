@@ -984,7 +984,10 @@ service_rows_close(ServiceRows *rows)
 	rows->mapping = NULL;
 }
 
-/* A connection for a rows job, its staging area mapped; NULL (and *why). */
+/* A connection for a rows job, its staging area mapped; NULL (and *why).
+ * A cancel while waiting for the service's WELCOME returns NULL at once:
+ * the caller goes on without the job and its next interrupt check ends
+ * the query. */
 static ServiceRows *
 connect_rows(int gpu, char *why, size_t why_size)
 {
@@ -994,7 +997,7 @@ connect_rows(int gpu, char *why, size_t why_size)
 
 	rows = palloc0(sizeof(ServiceRows));
 	rows->gpu = gpu;
-	rows->fd = open_session(gpu, &welcome, &memfd, why, why_size, NULL, NULL);
+	rows->fd = open_session(gpu, &welcome, &memfd, why, why_size, cancel_requested, NULL);
 	if (rows->fd < 0)
 	{
 		pfree(rows);

@@ -357,6 +357,14 @@ echo "== a rows job whose client reads slowly gives its GPU memory to a waiting 
 # left, so under gpusort.device = gpu it waits; the cursor, fetched again
 # only after 10 s, gives its memory back to it meanwhile
 start_server gpusort 100 1 0
+# The slow reader has fetched its first row (its rows job is open) once it
+# sleeps; a fixed pause was too short on a loaded machine.
+wait_for_sleeping_reader() {
+  for _ in $(seq 1 150); do
+    [ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] && return
+    sleep 0.1
+  done
+}
 # the cursor's session writes its temporary files in a tablespace of its
 # own (temp_tablespaces): so does the service for its rows job
 mkdir -p "$workdir/ts" && { [ -z "$run_as" ] || chown "$dbuser" "$workdir/ts"; }
@@ -368,7 +376,7 @@ printf '%s\n' "$spill" "SET temp_tablespaces = gs_tmp;" "BEGIN;" \
   "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
   "SELECT pg_sleep(10);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
 slow_pid=$!
-sleep 1.5
+wait_for_sleeping_reader
 big_start=$(date +%s%N)
 big_out=$(psql_q -c "$big_sort" | tail -n 1)
 big_ms=$(( ($(date +%s%N) - big_start) / 1000000 ))
@@ -397,7 +405,7 @@ printf '%s\n' "$spill" "SET temp_file_limit = '1MB';" "BEGIN;" \
   "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;" \
   "FETCH 1 FROM c;" "SELECT pg_sleep(4);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/limited.out" &
 slow_pid=$!
-sleep 1.5
+wait_for_sleeping_reader
 psql_q -c "SET statement_timeout = '2s'; $big_sort" > /dev/null
 wait "$slow_pid"
 case "$(cat "$workdir/server.log")" in *"kept its GPU memory: its "*" kB of rows exceed the client's temp_file_limit (1024 kB)"*)
@@ -432,11 +440,20 @@ kill -STOP "$gpud_pid"
 stopped_start=$(date +%s%N)
 stopped_out=$(psql_q -c "SET statement_timeout = '2s'; SET gpusort.device = gpu; SELECT count(*) FROM unnest(gpu_sort(array(SELECT g FROM generate_series(1, 100000) g)))")
 stopped_ms=$(( ($(date +%s%N) - stopped_start) / 1000000 ))
+# a sort beyond work_mem asks for a rows job: it waited 10 s for the
+# service's answer, whatever the statement_timeout
+rows_start=$(date +%s%N)
+rows_out=$(psql_q -c "SET statement_timeout = '2s'; $spill SELECT count(*) FROM (SELECT * FROM rows_t ORDER BY k, id) s")
+rows_ms=$(( ($(date +%s%N) - rows_start) / 1000000 ))
 kill -CONT "$gpud_pid"
 case "$stopped_out" in *"canceling statement due to statement timeout"*)
   if [ "$stopped_ms" -lt 6000 ]; then ok "the sort ended at statement_timeout (${stopped_ms} ms)"
   else bad "the sort ended at statement_timeout" "${stopped_ms} ms"; fi;;
   *) bad "the sort ended at statement_timeout" "$stopped_out";; esac
+case "$rows_out" in *"canceling statement due to statement timeout"*)
+  if [ "$rows_ms" -lt 6000 ]; then ok "a sort asking for a rows job ended at statement_timeout (${rows_ms} ms)"
+  else bad "a sort asking for a rows job ended at statement_timeout" "${rows_ms} ms"; fi;;
+  *) bad "a sort asking for a rows job ended at statement_timeout" "$rows_out";; esac
 
 # ---- 5. a crash of the CUDA process ----
 echo "== kill -9 of gpusort-gpud during a sort"
