@@ -946,6 +946,7 @@ struct ServiceRows
 	uint64		pending_offset; /* ... the GET's */
 	uint64		pending_length;
 	bool		counted;		/* in the GPU's in_flight */
+	bool		given_back;		/* the service gave its GPU memory back */
 	char	   *mapping;		/* the staging mapping its slot lies in, or
 								 * NULL */
 	/* a shared job: the opener's token; an attached connection's room is
@@ -1343,7 +1344,21 @@ service_rows_wait(ServiceRows *rows)
 		set_error("the GPU service answered another request than the sort's");
 		return false;
 	}
+	if (pending == GS_MSG_GET && message.given_back && !rows->given_back)
+	{
+		rows->given_back = true;
+		pg_atomic_fetch_add_u64(&gpu_service->counters.given_back_jobs, 1);
+		pg_atomic_fetch_add_u64(&gpu_service->gpus[rows->gpu].counters.given_back_jobs, 1);
+	}
 	return true;
+}
+
+/* Whether the service gave the job's GPU memory back while the rows were
+ * read (they come from a file of the service's since). */
+bool
+service_rows_given_back(const ServiceRows *rows)
+{
+	return rows->given_back;
 }
 
 /*

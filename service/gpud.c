@@ -1375,6 +1375,7 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 			reply.type = GS_MSG_ACK;
 			reply.offset = message.offset;
 			reply.length = message.length;
+			reply.given_back = rows->file >= 0;
 		}
 		else
 			break;				/* out of turn, or a cancel: the job ends */

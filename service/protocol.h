@@ -79,7 +79,7 @@
 
 /* Bumped whenever a message or a record changes; both sides refuse
  * another version. */
-#define GS_SERVICE_PROTOCOL 5
+#define GS_SERVICE_PROTOCOL 6
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -176,6 +176,8 @@ typedef struct gs_message
 	uint64_t	length;
 	uint64_t	records;
 	uint64_t	slot_position;	/* a rows job's PUT and GET: where in the slot */
+	uint32_t	given_back;		/* a rows job's GET's ACK: its rows are in a
+								 * file, its GPU memory given back */
 
 	/* DONE */
 	int32_t		status;			/* gpu_status */

@@ -58,6 +58,8 @@ typedef struct GpuServiceCounters
 	pg_atomic_uint64 queue_wait_us;
 	pg_atomic_uint64 errors;	/* jobs that failed (any outcome) */
 	pg_atomic_uint64 fallbacks[FALLBACK_REASONS];
+	pg_atomic_uint64 given_back_jobs;	/* rows jobs whose GPU memory went back
+										 * to a waiting job before their end */
 } GpuServiceCounters;
 
 typedef struct GpuServiceGpu
@@ -151,6 +153,7 @@ extern void service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes)
 extern bool service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records,
 								uint64 bytes);
 extern bool service_rows_wait(ServiceRows *rows);
+extern bool service_rows_given_back(const ServiceRows *rows);
 extern bool service_rows_sort(ServiceRows *rows, gpu_timing *timing);
 extern bool service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into);
 extern bool service_rows_request(ServiceRows *rows, uint64 offset, uint64 length,

@@ -97,6 +97,7 @@ init_counters(GpuServiceCounters *counters)
 	pg_atomic_init_u64(&counters->queued_jobs, 0);
 	pg_atomic_init_u64(&counters->queue_wait_us, 0);
 	pg_atomic_init_u64(&counters->errors, 0);
+	pg_atomic_init_u64(&counters->given_back_jobs, 0);
 	for (int i = 0; i < FALLBACK_REASONS; i++)
 		pg_atomic_init_u64(&counters->fallbacks[i], 0);
 }

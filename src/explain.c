@@ -87,8 +87,10 @@ explain_gpu_rows(const RowStoreStats *stats, ExplainState *es)
 {
 	if (stats->gpu_run_rows > 0)
 		ExplainPropertyText("Rows in GPU Memory",
-							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)", stats->gpu_run_rows,
-									 (stats->gpu_run_bytes + 1023) / 1024), es);
+							psprintf(INT64_FORMAT " (" INT64_FORMAT " kB)%s", stats->gpu_run_rows,
+									 (stats->gpu_run_bytes + 1023) / 1024,
+									 stats->gpu_run_given_back ?
+									 ", given back to a temporary file" : ""), es);
 }
 
 static void

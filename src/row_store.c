@@ -1044,6 +1044,8 @@ drop_run(RowStore *store, SortedRun *run)
 {
 	if (run->gpu != NULL)
 	{
+		if (service_rows_given_back(run->gpu))
+			store->stats.gpu_run_given_back = true;
 		service_rows_close(run->gpu);
 		if (store->gpu_run == run)
 			store->gpu_run = NULL;
@@ -3217,8 +3219,11 @@ row_store_restore(RowStore *store)
 }
 
 const RowStoreStats *
-row_store_stats(const RowStore *store)
+row_store_stats(RowStore *store)
 {
+	/* (a GPU run still open is asked now) */
+	if (store->gpu_run != NULL && service_rows_given_back(store->gpu_run->gpu))
+		store->stats.gpu_run_given_back = true;
 	return &store->stats;
 }
 

@@ -57,6 +57,8 @@ typedef struct RowStoreStats
 	int64		disk_bytes;		/* the most bytes on disk at one time */
 	int64		gpu_run_rows;	/* of them held in a GPU's memory instead */
 	int64		gpu_run_bytes;
+	bool		gpu_run_given_back; /* ... until the service moved them to a
+									 * file of its own for a waiting sort */
 
 	/* the engine's sorts, all runs together */
 	int			sorts;			/* sorts the engine ran (one per run) */
@@ -174,7 +176,7 @@ extern bool row_store_rewindable(const RowStore *store);
 extern void row_store_rewind(RowStore *store);
 extern void row_store_mark(RowStore *store);
 extern void row_store_restore(RowStore *store);
-extern const RowStoreStats *row_store_stats(const RowStore *store);
+extern const RowStoreStats *row_store_stats(RowStore *store);
 extern void row_store_end(RowStore *store);
 
 #endif							/* GPUSORT_ROW_STORE_H */

@@ -16,10 +16,12 @@
 PG_FUNCTION_INFO_V1(gpusort_stats);
 PG_FUNCTION_INFO_V1(gpusort_stats_reset);
 
-#define STATS_COLUMNS 17
+/* Version 1.2's columns; 1.0 and 1.1 declare the function without
+ * given_back_jobs. */
+#define STATS_COLUMNS 18
 
 static void
-add_counters(Datum *values, int *column, const GpuServiceCounters *c)
+add_counters(Datum *values, int *column, const GpuServiceCounters *c, bool with_given_back)
 {
 	values[(*column)++] = Int64GetDatum((int64) pg_atomic_read_u64((pg_atomic_uint64 *) &c->jobs));
 	values[(*column)++] = Int64GetDatum((int64) pg_atomic_read_u64((pg_atomic_uint64 *) &c->rows));
@@ -31,13 +33,16 @@ add_counters(Datum *values, int *column, const GpuServiceCounters *c)
 		values[(*column)++] =
 			Int64GetDatum((int64) pg_atomic_read_u64((pg_atomic_uint64 *) &c->fallbacks[r]));
 	values[(*column)++] = Int64GetDatum((int64) pg_atomic_read_u64((pg_atomic_uint64 *) &c->errors));
+	if (with_given_back)
+		values[(*column)++] =
+			Int64GetDatum((int64) pg_atomic_read_u64((pg_atomic_uint64 *) &c->given_back_jobs));
 }
 
 /*
  * gpu, state, device_name, jobs, rows, bytes_moved, gpu_time_ms,
  * queued_jobs, queue_wait_ms, fallbacks_no_gpu, fallbacks_queue_timeout,
  * fallbacks_too_large, fallbacks_gpu_error, fallbacks_service_lost, errors,
- * restarts, stats_reset
+ * given_back_jobs (1.2 on), restarts, stats_reset
  */
 Datum
 gpusort_stats(PG_FUNCTION_ARGS)
@@ -48,8 +53,10 @@ gpusort_stats(PG_FUNCTION_ARGS)
 	int			ngpus;
 	int			restarts_total = 0;
 	int			column;
+	bool		with_given_back;
 
 	InitMaterializedSRF(fcinfo, 0);
+	with_given_back = rsinfo->setDesc->natts == STATS_COLUMNS;
 	if (gpu_service == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -80,10 +87,10 @@ gpusort_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[column] = true;
 		column++;
-		add_counters(values, &column, &g->counters);
+		add_counters(values, &column, &g->counters, with_given_back);
 		values[column++] = Int64GetDatum(restarts);
 		values[column++] = TimestampTzGetDatum(gpu_service->stats_reset);
-		Assert(column == STATS_COLUMNS);
+		Assert(column == rsinfo->setDesc->natts);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 
@@ -92,7 +99,7 @@ gpusort_stats(PG_FUNCTION_ARGS)
 	values[column++] = CStringGetTextDatum("total");
 	values[column++] = CStringGetTextDatum(gpu_service_state_name(gpu_service->state));
 	nulls[column++] = true;
-	add_counters(values, &column, &gpu_service->counters);
+	add_counters(values, &column, &gpu_service->counters, with_given_back);
 	values[column++] = Int64GetDatum(restarts_total);
 	values[column++] = TimestampTzGetDatum(gpu_service->stats_reset);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -109,6 +116,7 @@ reset_counters(GpuServiceCounters *c)
 	pg_atomic_write_u64(&c->queued_jobs, 0);
 	pg_atomic_write_u64(&c->queue_wait_us, 0);
 	pg_atomic_write_u64(&c->errors, 0);
+	pg_atomic_write_u64(&c->given_back_jobs, 0);
 	for (int r = 0; r < FALLBACK_REASONS; r++)
 		pg_atomic_write_u64(&c->fallbacks[r], 0);
 }

@@ -371,6 +371,7 @@ mkdir -p "$workdir/ts" && { [ -z "$run_as" ] || chown "$dbuser" "$workdir/ts"; }
 psql_q -c "CREATE TABLESPACE gs_tmp LOCATION '$workdir/ts'" >/dev/null
 big_sort="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 6500011)::int4) FROM generate_series(1, 6500000) g))) WITH ORDINALITY AS u(v, i)) s"
 check "the large sort alone fits the budget" "6500000|t" "$(psql_q -c "$big_sort" | tail -n 1)"
+psql_q -c "SELECT gpusort_stats_reset()" > /dev/null
 printf '%s\n' "$spill" "SET temp_tablespaces = gs_tmp;" "BEGIN;" \
   "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
   "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
@@ -396,6 +397,28 @@ check "the slow reader still gets PostgreSQL's rows in PostgreSQL's order, from 
 case "$(cat "$workdir/server.log")" in *"gave its "*" MB of GPU memory to a waiting job"*)
   ok "the service logged the give-back";;
   *) bad "the service logged the give-back" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
+check "gpusort_stats counts it" "1" \
+  "$(psql_q -c "SELECT given_back_jobs FROM gpusort_stats WHERE gpu = 'total'")"
+# EXPLAIN ANALYZE of a sort whose first row's reader sleeps 4 s
+printf '%s\n' "$spill" "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT n, CASE WHEN n = 1 THEN pg_sleep(4) END FROM (SELECT row_number() OVER () AS n FROM (SELECT * FROM rows_t ORDER BY k, id) o) s;" \
+  | psql_q > "$workdir/slow_explain.out" &
+slow_pid=$!
+wait_for_sleeping_reader
+psql_q -c "$big_sort" > /dev/null
+wait "$slow_pid"
+case "$(cat "$workdir/slow_explain.out")" in *"Rows in GPU Memory: "*" kB), given back to a temporary file"*)
+  ok "its EXPLAIN ANALYZE says the rows were given back";;
+  *) bad "its EXPLAIN ANALYZE says the rows were given back" "$(cat "$workdir/slow_explain.out")";; esac
+# an extension not yet updated keeps its own gpusort_stats (the library
+# fills the columns its version declares)
+psql_q -c "CREATE DATABASE gs_old" > /dev/null
+stats_columns="SELECT count(*) FROM information_schema.columns WHERE table_name = 'gpusort_stats'"
+old_stats=$(psql_q -d gs_old -c "CREATE EXTENSION gpusort VERSION '1.1'" -c "$stats_columns" \
+  -c "SELECT count(*) FROM gpusort_stats WHERE gpu = 'total'" | paste -sd ' ')
+new_stats=$(psql_q -d gs_old -c "ALTER EXTENSION gpusort UPDATE" -c "$stats_columns" \
+  -c "SELECT given_back_jobs >= 1 FROM gpusort_stats WHERE gpu = 'total'" | paste -sd ' ')
+check "gpusort_stats of SQL version 1.1 (17 columns), then 1.2 after ALTER EXTENSION UPDATE" \
+  "17 1 / 18 t" "$old_stats / $new_stats"
 check "no job left when the reader ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
 # a rows job whose rows would pass its client's temp_file_limit keeps its
