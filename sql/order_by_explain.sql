@@ -69,6 +69,25 @@ RESET work_mem;
 RESET gpusort.spill_to_gpu;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT id FROM e ORDER BY k DESC LIMIT 3;
 
+-- GpuSort's runs in temporary files take up to three times tuplesort's
+-- disk: a sort whose files would pass temp_file_limit stays PostgreSQL's,
+-- which runs within it
+CREATE TABLE narrow AS SELECT (g * 7919) % 20011 AS k, g AS id FROM generate_series(1, 20000) g;
+ANALYZE narrow;
+SET work_mem = '64kB';
+SET gpusort.spill_to_gpu = off;
+SET temp_file_limit = '1MB';
+EXPLAIN (COSTS OFF) SELECT id FROM narrow ORDER BY k, id;
+SELECT count(*), count(DISTINCT id), min(id), max(id),
+  bool_and(prev_k IS NULL OR (k, id) > (prev_k, prev_id)) AS in_order
+FROM (SELECT k, id, lag(k) OVER () AS prev_k, lag(id) OVER () AS prev_id
+      FROM (SELECT k, id FROM narrow ORDER BY k, id) o) s;
+SET temp_file_limit = '10MB';
+EXPLAIN (COSTS OFF) SELECT id FROM narrow ORDER BY k, id;
+RESET temp_file_limit;
+RESET work_mem;
+RESET gpusort.spill_to_gpu;
+
 -- with details on, the device and timings appear (masked here)
 SET gpusort.explain_details = on;
 CREATE FUNCTION explain_lines(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$

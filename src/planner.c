@@ -307,6 +307,43 @@ disk_pages(Path *input, int nkeys, double rows)
 	return ceil(rows * record_bytes / BLCKSZ);
 }
 
+/* The runs an external sort of `kept` rows writes (one work_mem of rows
+ * each), and how many of them one merge takes. */
+static void
+external_sort_shape(Path *input, int nkeys, double kept, double *runs, double *merge_order)
+{
+	double		memory_bytes = (double) work_mem * 1024.0;
+	double		run_rows = Max(memory_bytes / row_bytes(input, nkeys), 1024.0);
+
+	*runs = ceil(kept / run_rows);
+	*merge_order = Max(6.0, memory_bytes / (BLCKSZ + 1024.0));
+}
+
+/*
+ * Would the sort's runs in temporary files pass temp_file_limit (which
+ * PostgreSQL counts per process)? Each record carries the encoded keys and
+ * two lengths beside its tuple (disk_pages()), up to three times
+ * tuplesort's for narrow rows, and merges of runs while others are still
+ * being written add to the peak: a sort that PostgreSQL runs within the
+ * limit could fail here, so the planner leaves it to PostgreSQL. Not where
+ * the rows are expected to go to the GPU service's memory instead.
+ */
+static bool
+files_pass_temp_file_limit(PlannerInfo *root, Path *input, int nkeys, bool bounded)
+{
+	double		kept = kept_rows(root, input, bounded);
+	double		runs,
+				merge_order;
+
+	if (temp_file_limit < 0 || !spills(root, input, nkeys, bounded))
+		return false;
+	if (gpusort_spill_to_gpu && !bounded && gpu_expected())
+		return false;
+	external_sort_shape(input, nkeys, kept, &runs, &merge_order);
+	return disk_pages(input, nkeys, kept) * (runs > merge_order ? 2.0 : 1.0) * BLCKSZ >
+		(double) temp_file_limit * 1024.0;
+}
+
 /*
  * Will GpuSort read the input's table pages itself (table_pages.c)? A Seq
  * Scan (or Parallel Seq Scan) of a table, returning some of its columns
@@ -350,7 +387,6 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 	double		rows = input->rows;
 	double		kept = kept_rows(root, input, bounded);
 	double		per_row;
-	double		memory_bytes = (double) work_mem * 1024.0;
 	double		input_cost = input->total_cost;
 	double		startup;
 
@@ -376,11 +412,13 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 	path->path.rows = rows;
 	if (spills(root, input, nkeys, bounded))
 	{
-		double		run_rows = Max(memory_bytes / row_bytes(input, nkeys), 1024.0);
-		double		runs = ceil(kept / run_rows);
 		double		pages = disk_pages(input, nkeys, kept);
-		double		merge_order = Max(6.0, memory_bytes / (BLCKSZ + 1024.0));
-		double		passes = runs <= merge_order ? 1.0 : ceil(log(runs) / log(merge_order));
+		double		runs,
+					merge_order,
+					passes;
+
+		external_sort_shape(input, nkeys, kept, &runs, &merge_order);
+		passes = runs <= merge_order ? 1.0 : ceil(log(runs) / log(merge_order));
 
 		startup += 2.0 * pages * passes * (seq_page_cost * 0.75 + random_page_cost * 0.25);
 		startup += kept * passes * log2(Min(runs, merge_order) + 1.0) * cpu_operator_cost;
@@ -586,6 +624,8 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 	info.algorithm = gpusort_algorithm;
 	limit_exprs = partial ? partial_limit_expressions(root) : limit_expressions(root);
 	info.bounded = limit_exprs != NIL;
+	if (files_pass_temp_file_limit(root, input, info.nkeys, info.bounded))
+		return NULL;
 
 	path = makeNode(CustomPath);
 	path->path.pathtype = T_CustomScan;
