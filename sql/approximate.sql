@@ -129,6 +129,11 @@ SELECT count(*) FILTER (WHERE v < prev) > 0 AS some_inversions
 FROM (SELECT gauss AS v, lag(gauss) OVER (ORDER BY ctid) AS prev FROM rough) s;
 SELECT NOT EXISTS (SELECT gauss FROM rough EXCEPT ALL SELECT gauss FROM scores)
    AND NOT EXISTS (SELECT gauss FROM scores EXCEPT ALL SELECT gauss FROM rough) AS a_permutation;
+-- but only the statement the client sent: a DO block's query (run at the
+-- same executor depth) sorts exactly
+DO $$ BEGIN CREATE TABLE rough_in_do AS SELECT gauss FROM scores ORDER BY gauss; END $$;
+SELECT count(*) FILTER (WHERE v < prev) = 0 AS exact_in_do, count(*) AS rows
+FROM (SELECT gauss AS v, lag(gauss) OVER (ORDER BY ctid) AS prev FROM rough_in_do) s;
 
 -- EXPLAIN ANALYZE gives the interval width
 SET gpusort.approximate_intervals = 1000;

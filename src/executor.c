@@ -24,6 +24,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
+#include "tcop/tcopprot.h"
 
 #include "gpusort_executor.h"
 
@@ -151,10 +152,16 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	 * approximate a query that did not opt in. Only the statement the
 	 * client sent is approximated; a query run inside another (a function's,
 	 * or a subplan Citus runs before the outer query) feeds rows to a query
-	 * whose result the guarantee would have to be about.
+	 * whose result the guarantee would have to be about. Those run below
+	 * another's ExecutorRun, except the queries of a DO block, a procedure,
+	 * an event trigger or a function called while a plan starts: their
+	 * text is not the client's statement's (a prepared statement's is its
+	 * own, so an SQL-level EXECUTE sorts exactly, which the guarantee
+	 * allows).
 	 */
 	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0 &&
-		executor_depth == 0;
+		executor_depth == 0 && debug_query_string != NULL && estate->es_sourceText != NULL &&
+		strcmp(estate->es_sourceText, debug_query_string) == 0;
 	state->intervals = gpusort_approximate_intervals;
 	if (state->plan.bounded)
 	{
