@@ -24,18 +24,23 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
-#include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 
 #include "gpusort_executor.h"
 
 /*
- * How deep in executor runs we are: 0 while the statement the client sent
- * starts, 1 or more for a query run from inside another one (a function's,
- * a Citus subplan or local task). Only the former may be approximated.
+ * How deep in executors and statements we are: 1 while the statement the
+ * client sent starts (its ExecutorStart), more for a query started from
+ * inside another one: a function's (inside ExecutorRun, or called while a
+ * plan starts), a Citus subplan or local task, or a query of a utility
+ * statement that runs code (a DO block, a procedure, an event trigger).
+ * Only the former may be approximated.
  */
 static int	executor_depth = 0;
+static ExecutorStart_hook_type previous_executor_start = NULL;
 static ExecutorRun_hook_type previous_executor_run = NULL;
 static ExecutorFinish_hook_type previous_executor_finish = NULL;
+static ProcessUtility_hook_type previous_process_utility = NULL;
 
 static void begin_gpusort(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *exec_gpusort(CustomScanState *node);
@@ -152,16 +157,10 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	 * approximate a query that did not opt in. Only the statement the
 	 * client sent is approximated; a query run inside another (a function's,
 	 * or a subplan Citus runs before the outer query) feeds rows to a query
-	 * whose result the guarantee would have to be about. Those run below
-	 * another's ExecutorRun, except the queries of a DO block, a procedure,
-	 * an event trigger or a function called while a plan starts: their
-	 * text is not the client's statement's (a prepared statement's is its
-	 * own, so an SQL-level EXECUTE sorts exactly, which the guarantee
-	 * allows).
+	 * whose result the guarantee would have to be about (executor_depth).
 	 */
 	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0 &&
-		executor_depth == 0 && debug_query_string != NULL && estate->es_sourceText != NULL &&
-		strcmp(estate->es_sourceText, debug_query_string) == 0;
+		executor_depth == 1;
 	state->intervals = gpusort_approximate_intervals;
 	if (state->plan.bounded)
 	{
@@ -406,6 +405,24 @@ restore_gpusort(CustomScanState *node)
 }
 
 static void
+gpusort_executor_start(QueryDesc *query, int eflags)
+{
+	executor_depth++;
+	PG_TRY();
+	{
+		if (previous_executor_start)
+			previous_executor_start(query, eflags);
+		else
+			standard_ExecutorStart(query, eflags);
+	}
+	PG_FINALLY();
+	{
+		executor_depth--;
+	}
+	PG_END_TRY();
+}
+
+static void
 gpusort_executor_run(QueryDesc *query, ScanDirection direction, uint64 count,
 					 bool execute_once)
 {
@@ -442,10 +459,49 @@ gpusort_executor_finish(QueryDesc *query)
 	PG_END_TRY();
 }
 
+/*
+ * Utility statements that start the client's own query (a cursor's, an
+ * EXPLAIN ANALYZE's, a prepared statement's, a CREATE TABLE AS's, a COPY's)
+ * leave the depth alone; any other (DO, CALL, DDL firing event triggers)
+ * counts as a level, so the queries its code runs are nested.
+ */
+static void
+gpusort_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree,
+						ProcessUtilityContext context, ParamListInfo params,
+						QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *statement = pstmt->utilityStmt;
+	bool		runs_client_query = IsA(statement, DeclareCursorStmt) ||
+		IsA(statement, ExplainStmt) || IsA(statement, ExecuteStmt) ||
+		IsA(statement, CreateTableAsStmt) || IsA(statement, CopyStmt);
+
+	if (!runs_client_query)
+		executor_depth++;
+	PG_TRY();
+	{
+		if (previous_process_utility)
+			previous_process_utility(pstmt, query_string, read_only_tree, context, params,
+									 query_env, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params,
+									query_env, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (!runs_client_query)
+			executor_depth--;
+	}
+	PG_END_TRY();
+}
+
 void
 gpusort_executor_init(void)
 {
 	RegisterCustomScanMethods(&gpusort_scan_methods);
+	previous_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = gpusort_executor_start;
+	previous_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = gpusort_process_utility;
 	previous_executor_run = ExecutorRun_hook;
 	ExecutorRun_hook = gpusort_executor_run;
 	previous_executor_finish = ExecutorFinish_hook;
