@@ -134,6 +134,52 @@ SELECT NOT EXISTS (SELECT gauss FROM rough EXCEPT ALL SELECT gauss FROM scores)
 DO $$ BEGIN CREATE TABLE rough_in_do AS SELECT gauss FROM scores ORDER BY gauss; END $$;
 SELECT count(*) FILTER (WHERE v < prev) = 0 AS exact_in_do, count(*) AS rows
 FROM (SELECT gauss AS v, lag(gauss) OVER (ORDER BY ctid) AS prev FROM rough_in_do) s;
+-- nor a function's folded into a constant while the plan is made, a
+-- trigger's under COPY FROM or at commit, an event trigger's
+CREATE FUNCTION inversions(tab text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FILTER (WHERE v < prev) FROM (SELECT gauss AS v, '
+                 'lag(gauss) OVER (ORDER BY ctid) AS prev FROM %I) s', tab) INTO n;
+  RETURN n;
+END $$;
+CREATE FUNCTION folded_inversions() RETURNS bigint IMMUTABLE LANGUAGE plpgsql AS $$
+DECLARE prev int; n bigint := 0; r record;
+BEGIN
+  FOR r IN SELECT gauss FROM scores ORDER BY gauss LOOP
+    IF r.gauss < prev THEN n := n + 1; END IF;
+    prev := coalesce(r.gauss, prev);
+  END LOOP;
+  RETURN n;
+END $$;
+SELECT folded_inversions() AS folded_at_plan_time;
+CREATE TABLE fired(a int);
+CREATE FUNCTION sort_in_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE TABLE %I AS SELECT gauss FROM scores ORDER BY gauss', TG_ARGV[0]);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER on_copy AFTER INSERT ON fired FOR EACH ROW EXECUTE FUNCTION sort_in_trigger('by_copy');
+COPY fired FROM STDIN;
+1
+\.
+DROP TRIGGER on_copy ON fired;
+CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON fired DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION sort_in_trigger('at_commit');
+INSERT INTO fired VALUES (2);
+DROP TRIGGER at_commit ON fired;
+CREATE FUNCTION sort_in_event_trigger() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_regclass('by_event_trigger') IS NULL THEN
+    CREATE TABLE by_event_trigger AS SELECT gauss FROM scores ORDER BY gauss;
+  END IF;
+END $$;
+CREATE EVENT TRIGGER approximate_test ON ddl_command_end WHEN TAG IN ('CREATE TABLE AS')
+  EXECUTE FUNCTION sort_in_event_trigger();
+CREATE TABLE by_client AS SELECT gauss FROM scores ORDER BY gauss;
+DROP EVENT TRIGGER approximate_test;
+SELECT inversions('by_copy') AS copy_trigger, inversions('at_commit') AS commit_trigger,
+  inversions('by_event_trigger') AS event_trigger, inversions('by_client') > 0 AS client_approximated;
 
 -- EXPLAIN ANALYZE gives the interval width
 SET gpusort.approximate_intervals = 1000;

@@ -23,20 +23,27 @@
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
 #include "portability/instr_time.h"
+#include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 
 #include "gpusort_executor.h"
 
 /*
- * How deep in executors and statements we are: 1 while the statement the
- * client sent starts (its ExecutorStart), more for a query started from
- * inside another one: a function's (inside ExecutorRun, or called while a
- * plan starts), a Citus subplan or local task, or a query of a utility
- * statement that runs code (a DO block, a procedure, an event trigger).
- * Only the former may be approximated.
+ * Only the statement the client sent is approximated. executor_depth
+ * counts what nests: planning, ExecutorStart, ExecutorRun, ExecutorFinish
+ * and every utility statement but those that start the client's own query
+ * (a cursor's, EXPLAIN's, a prepared statement's, CREATE TABLE AS's,
+ * COPY (query) TO's). A query started at depth 0 is the client's if its
+ * text is the client's statement (simple and extended protocol) or it is
+ * the first query such a utility statement starts; not a deferred
+ * trigger's at commit, or an event trigger's after a CREATE TABLE AS.
  */
 static int	executor_depth = 0;
+static bool utility_starts_client_query = false;	/* not yet started */
+static bool starting_client_query = false;	/* its ExecutorStart */
+static planner_hook_type previous_planner = NULL;
 static ExecutorStart_hook_type previous_executor_start = NULL;
 static ExecutorRun_hook_type previous_executor_run = NULL;
 static ExecutorFinish_hook_type previous_executor_finish = NULL;
@@ -160,7 +167,7 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	 * whose result the guarantee would have to be about (executor_depth).
 	 */
 	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0 &&
-		executor_depth == 1;
+		executor_depth == 1 && starting_client_query;
 	state->intervals = gpusort_approximate_intervals;
 	if (state->plan.bounded)
 	{
@@ -404,9 +411,40 @@ restore_gpusort(CustomScanState *node)
 	row_store_restore(((GpuSortState *) node)->rows);
 }
 
+/* Queries run while a plan is made (functions folded into constants) are
+ * nested too. */
+static PlannedStmt *
+gpusort_planner(Query *parse, const char *query_string, int cursor_options,
+				ParamListInfo bound_params)
+{
+	PlannedStmt *result;
+
+	executor_depth++;
+	PG_TRY();
+	{
+		if (previous_planner)
+			result = previous_planner(parse, query_string, cursor_options, bound_params);
+		else
+			result = standard_planner(parse, query_string, cursor_options, bound_params);
+	}
+	PG_FINALLY();
+	{
+		executor_depth--;
+	}
+	PG_END_TRY();
+	return result;
+}
+
 static void
 gpusort_executor_start(QueryDesc *query, int eflags)
 {
+	if (executor_depth == 0)
+	{
+		starting_client_query = utility_starts_client_query ||
+			(debug_query_string != NULL && query->sourceText != NULL &&
+			 strcmp(query->sourceText, debug_query_string) == 0);
+		utility_starts_client_query = false;
+	}
 	executor_depth++;
 	PG_TRY();
 	{
@@ -460,10 +498,11 @@ gpusort_executor_finish(QueryDesc *query)
 }
 
 /*
- * Utility statements that start the client's own query (a cursor's, an
- * EXPLAIN ANALYZE's, a prepared statement's, a CREATE TABLE AS's, a COPY's)
- * leave the depth alone; any other (DO, CALL, DDL firing event triggers)
- * counts as a level, so the queries its code runs are nested.
+ * Utility statements the client sent that start its own query leave the
+ * depth alone and mark the next query started as the client's; any other
+ * (DO, CALL, COPY FROM with its triggers, DDL firing event triggers, and
+ * every statement a function or trigger runs) counts as a level, so the
+ * queries its code runs are nested.
  */
 static void
 gpusort_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree,
@@ -471,12 +510,15 @@ gpusort_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_
 						QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *statement = pstmt->utilityStmt;
-	bool		runs_client_query = IsA(statement, DeclareCursorStmt) ||
-		IsA(statement, ExplainStmt) || IsA(statement, ExecuteStmt) ||
-		IsA(statement, CreateTableAsStmt) || IsA(statement, CopyStmt);
+	bool		runs_client_query = context == PROCESS_UTILITY_TOPLEVEL &&
+		(IsA(statement, DeclareCursorStmt) || IsA(statement, ExplainStmt) ||
+		 IsA(statement, ExecuteStmt) || IsA(statement, CreateTableAsStmt) ||
+		 (IsA(statement, CopyStmt) && ((CopyStmt *) statement)->query != NULL));
 
 	if (!runs_client_query)
 		executor_depth++;
+	else if (executor_depth == 0)
+		utility_starts_client_query = true;
 	PG_TRY();
 	{
 		if (previous_process_utility)
@@ -490,6 +532,8 @@ gpusort_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_
 	{
 		if (!runs_client_query)
 			executor_depth--;
+		else if (executor_depth == 0)
+			utility_starts_client_query = false;
 	}
 	PG_END_TRY();
 }
@@ -498,6 +542,8 @@ void
 gpusort_executor_init(void)
 {
 	RegisterCustomScanMethods(&gpusort_scan_methods);
+	previous_planner = planner_hook;
+	planner_hook = gpusort_planner;
 	previous_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = gpusort_executor_start;
 	previous_process_utility = ProcessUtility_hook;
