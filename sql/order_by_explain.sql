@@ -84,6 +84,11 @@ FROM (SELECT k, id, lag(k) OVER () AS prev_k, lag(id) OVER () AS prev_id
       FROM (SELECT k, id FROM narrow ORDER BY k, id) o) s;
 SET temp_file_limit = '10MB';
 EXPLAIN (COSTS OFF) SELECT id FROM narrow ORDER BY k, id;
+-- and GpuSort's files stay within it
+SELECT count(*), count(DISTINCT id), min(id), max(id),
+  bool_and(prev_k IS NULL OR (k, id) > (prev_k, prev_id)) AS in_order
+FROM (SELECT k, id, lag(k) OVER () AS prev_k, lag(id) OVER () AS prev_id
+      FROM (SELECT k, id FROM narrow ORDER BY k, id) o) s;
 RESET temp_file_limit;
 RESET work_mem;
 RESET gpusort.spill_to_gpu;

@@ -57,6 +57,8 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "service.h"
+
 #include <math.h>
 
 static create_upper_paths_hook_type previous_upper_paths_hook = NULL;
@@ -297,12 +299,13 @@ spills(PlannerInfo *root, Path *input, int nkeys, bool bounded)
 		(double) work_mem * 1024.0;
 }
 
-/* Pages that `rows` of the input take in a file of sorted rows. */
+/* Pages that `rows` of the input take in a file of sorted rows, each a
+ * record as the row store writes it (gs_row_record_bytes()). */
 static double
 disk_pages(Path *input, int nkeys, double rows)
 {
-	double		record_bytes = MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader) +
-		nkeys * (sizeof(uint64) + 1) + 2 * sizeof(uint32);
+	double		record_bytes =
+		gs_row_record_bytes(nkeys, MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader));
 
 	return ceil(rows * record_bytes / BLCKSZ);
 }
@@ -340,8 +343,9 @@ files_pass_temp_file_limit(PlannerInfo *root, Path *input, int nkeys, bool bound
 	if (gpusort_spill_to_gpu && !bounded && gpu_expected())
 		return false;
 	external_sort_shape(input, nkeys, kept, &runs, &merge_order);
-	return disk_pages(input, nkeys, kept) * (runs > merge_order ? 2.0 : 1.0) * BLCKSZ >
-		(double) temp_file_limit * 1024.0;
+	/* the row store merges a level's runs at half the order */
+	return disk_pages(input, nkeys, kept) * (runs > Max(6.0, merge_order / 2) ? 2.0 : 1.0) *
+		BLCKSZ > (double) temp_file_limit * 1024.0;
 }
 
 /*
