@@ -2,10 +2,11 @@
 -- given back (given_back_jobs).
 \echo Use "ALTER EXTENSION gpusort UPDATE TO '1.2'" to load this file. \quit
 
--- A view's columns cannot be inserted before others: the view and its
--- function are made again.
-DROP VIEW gpusort_stats;
-DROP FUNCTION gpusort_stats();
+-- A view's columns cannot be inserted before others, nor a function's
+-- result changed: the view and its function are made again, and the
+-- privileges granted on them are granted again. A view of one's own over
+-- gpusort_stats makes the update fail (DROP VIEW says which); drop it,
+-- update, and make it again.
 
 -- The GPU service's counters: one row per GPU (gpu = '0', '1', ...) and
 -- one for them all (gpu = 'total'), since the last gpusort_stats_reset().
@@ -14,18 +15,42 @@ DROP FUNCTION gpusort_stats();
 -- held in GPU memory and moved to a temporary file, to give that memory to
 -- a waiting sort while their client read slowly. Needs gpusort in
 -- shared_preload_libraries.
-CREATE FUNCTION gpusort_stats(
-    OUT gpu text, OUT state text, OUT device_name text,
-    OUT jobs bigint, OUT rows_sorted bigint, OUT bytes_moved bigint,
-    OUT gpu_time_ms double precision, OUT queued_jobs bigint,
-    OUT queue_wait_ms double precision,
-    OUT fallbacks_no_gpu bigint, OUT fallbacks_queue_timeout bigint,
-    OUT fallbacks_too_large bigint, OUT fallbacks_gpu_error bigint,
-    OUT fallbacks_service_lost bigint, OUT errors bigint,
-    OUT given_back_jobs bigint,
-    OUT restarts bigint, OUT stats_reset timestamptz)
-RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'gpusort_stats'
-LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
-
-CREATE VIEW gpusort_stats AS SELECT * FROM gpusort_stats();
+DO $update$
+DECLARE
+  view_acl aclitem[] := (SELECT relacl FROM pg_class WHERE oid = 'gpusort_stats'::regclass);
+  function_acl aclitem[] := (SELECT proacl FROM pg_proc WHERE oid = 'gpusort_stats()'::regprocedure);
+  granted record;
+BEGIN
+  DROP VIEW gpusort_stats;
+  DROP FUNCTION gpusort_stats();
+  CREATE FUNCTION gpusort_stats(
+      OUT gpu text, OUT state text, OUT device_name text,
+      OUT jobs bigint, OUT rows_sorted bigint, OUT bytes_moved bigint,
+      OUT gpu_time_ms double precision, OUT queued_jobs bigint,
+      OUT queue_wait_ms double precision,
+      OUT fallbacks_no_gpu bigint, OUT fallbacks_queue_timeout bigint,
+      OUT fallbacks_too_large bigint, OUT fallbacks_gpu_error bigint,
+      OUT fallbacks_service_lost bigint, OUT errors bigint,
+      OUT given_back_jobs bigint,
+      OUT restarts bigint, OUT stats_reset timestamptz)
+  RETURNS SETOF record
+  AS 'MODULE_PATHNAME', 'gpusort_stats'
+  LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+  CREATE VIEW gpusort_stats AS SELECT * FROM gpusort_stats();
+  FOR granted IN SELECT * FROM aclexplode(view_acl) a
+                 WHERE a.grantee <> (SELECT relowner FROM pg_class WHERE oid = 'gpusort_stats'::regclass) LOOP
+    EXECUTE format('GRANT %s ON gpusort_stats TO %s%s', granted.privilege_type,
+                   CASE WHEN granted.grantee = 0 THEN 'PUBLIC' ELSE granted.grantee::regrole::text END,
+                   CASE WHEN granted.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+  END LOOP;
+  IF function_acl IS NOT NULL THEN
+    REVOKE ALL ON FUNCTION gpusort_stats() FROM PUBLIC;
+    FOR granted IN SELECT * FROM aclexplode(function_acl) a
+                   WHERE a.grantee <> (SELECT proowner FROM pg_proc WHERE oid = 'gpusort_stats()'::regprocedure) LOOP
+      EXECUTE format('GRANT %s ON FUNCTION gpusort_stats() TO %s%s', granted.privilege_type,
+                     CASE WHEN granted.grantee = 0 THEN 'PUBLIC' ELSE granted.grantee::regrole::text END,
+                     CASE WHEN granted.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+  END IF;
+END
+$update$;

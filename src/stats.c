@@ -56,6 +56,12 @@ gpusort_stats(PG_FUNCTION_ARGS)
 	bool		with_given_back;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != STATS_COLUMNS && rsinfo->setDesc->natts != STATS_COLUMNS - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("gpusort_stats() is declared with %d columns, not those of an "
+						"installed gpusort version", rsinfo->setDesc->natts),
+				 errhint("Run ALTER EXTENSION gpusort UPDATE.")));
 	with_given_back = rsinfo->setDesc->natts == STATS_COLUMNS;
 	if (gpu_service == NULL)
 		ereport(ERROR,

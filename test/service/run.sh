@@ -364,6 +364,7 @@ wait_for_sleeping_reader() {
     [ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] && return
     sleep 0.1
   done
+  bad "the slow reader reached its sleep within 15 s" "$(cat "$workdir"/slow*.out "$workdir/limited.out" 2>/dev/null | tail -n 3)"
 }
 # the cursor's session writes its temporary files in a tablespace of its
 # own (temp_tablespaces): so does the service for its rows job
@@ -414,11 +415,14 @@ case "$(cat "$workdir/slow_explain.out")" in *"Rows in GPU Memory: "*" kB), give
 psql_q -c "CREATE DATABASE gs_old" > /dev/null
 stats_columns="SELECT count(*) FROM information_schema.columns WHERE table_name = 'gpusort_stats'"
 old_stats=$(psql_q -d gs_old -c "CREATE EXTENSION gpusort VERSION '1.1'" -c "$stats_columns" \
-  -c "SELECT count(*) FROM gpusort_stats WHERE gpu = 'total'" | paste -sd ' ')
+  -c "SELECT count(*) FROM gpusort_stats WHERE gpu = 'total'" \
+  -c "CREATE ROLE gs_monitor" -c "GRANT SELECT ON gpusort_stats TO gs_monitor" | paste -sd ' ')
 new_stats=$(psql_q -d gs_old -c "ALTER EXTENSION gpusort UPDATE" -c "$stats_columns" \
-  -c "SELECT given_back_jobs >= 1 FROM gpusort_stats WHERE gpu = 'total'" | paste -sd ' ')
-check "gpusort_stats of SQL version 1.1 (17 columns), then 1.2 after ALTER EXTENSION UPDATE" \
-  "17 1 / 18 t" "$old_stats / $new_stats"
+  -c "SELECT given_back_jobs >= 1 FROM gpusort_stats WHERE gpu = 'total'" \
+  -c "SELECT has_table_privilege('gs_monitor', 'gpusort_stats', 'SELECT')" | paste -sd ' ')
+check "gpusort_stats of SQL version 1.1 (17 columns), then 1.2 after ALTER EXTENSION UPDATE, grants kept" \
+  "17 1 / 18 t t" "$old_stats / $new_stats"
+psql_q -d gs_old -c "DROP EXTENSION gpusort" -c "DROP ROLE gs_monitor" > /dev/null
 check "no job left when the reader ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
 # a rows job whose rows would pass its client's temp_file_limit keeps its
@@ -463,8 +467,8 @@ kill -STOP "$gpud_pid"
 stopped_start=$(date +%s%N)
 stopped_out=$(psql_q -c "SET statement_timeout = '2s'; SET gpusort.device = gpu; SELECT count(*) FROM unnest(gpu_sort(array(SELECT g FROM generate_series(1, 100000) g)))")
 stopped_ms=$(( ($(date +%s%N) - stopped_start) / 1000000 ))
-# a sort beyond work_mem asks for a rows job: it waited 10 s for the
-# service's answer, whatever the statement_timeout
+# a sort beyond work_mem asks for a rows job, and its wait for the
+# service's answer ends at statement_timeout too
 rows_start=$(date +%s%N)
 rows_out=$(psql_q -c "SET statement_timeout = '2s'; $spill SELECT count(*) FROM (SELECT * FROM rows_t ORDER BY k, id) s")
 rows_ms=$(( ($(date +%s%N) - rows_start) / 1000000 ))
