@@ -47,6 +47,21 @@ RESET application_name;
 -- where ORDER BY puts them; any two values out of order differ by less than
 -- one interval width, (max - min + 1) / intervals over the whole column;
 -- with a LIMIT, every row is within one width of the exact top-n boundary.
+-- The sort's output comes from a CREATE TABLE AS that the client sent
+-- (\gexec below): one run inside the function would be nested, hence
+-- exact. It keeps the output order, which row_number() over it reads.
+CREATE FUNCTION output_table(col text, descending boolean, lim int, tab text DEFAULT 'scores')
+RETURNS text LANGUAGE sql AS $$
+  SELECT format('out_%s_%s_%s_%s', tab, col, CASE WHEN descending THEN 'desc' ELSE 'asc' END,
+                coalesce(lim::text, 'all'))
+$$;
+CREATE FUNCTION sort_into_table(col text, descending boolean, lim int, tab text DEFAULT 'scores')
+RETURNS text LANGUAGE sql AS $$
+  SELECT format('CREATE TABLE %I AS SELECT %I AS v FROM %I ORDER BY %2$I %4$s %5$s',
+                output_table(col, descending, lim, tab), col, tab,
+                CASE WHEN descending THEN 'DESC' ELSE '' END,
+                CASE WHEN lim IS NULL THEN '' ELSE 'LIMIT ' || lim END)
+$$;
 CREATE FUNCTION check_order(col text, intervals int, descending boolean, lim int, tab text DEFAULT 'scores') RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -65,13 +80,9 @@ BEGIN
   EXECUTE format('SELECT (max(%1$s) - min(%1$s) + 1)::numeric / %2$s, count(*) FROM %3$s', col, intervals, tab)
     INTO width, expected;
   IF lim IS NOT NULL THEN expected := least(expected, lim); END IF;
-  -- the query itself must be top-level to be approximated: CREATE TABLE AS
-  -- keeps its output order, which row_number() over the table then reads
-  EXECUTE format('CREATE TEMP TABLE approx_raw AS SELECT %1$s AS v FROM %4$s ORDER BY %1$s %2$s %3$s',
-                 col, CASE WHEN descending THEN 'DESC' ELSE '' END,
-                 CASE WHEN lim IS NULL THEN '' ELSE 'LIMIT ' || lim END, tab);
-  CREATE TEMP TABLE approx_out AS SELECT row_number() OVER (ORDER BY ctid) AS pos, v FROM approx_raw;
-  DROP TABLE approx_raw;
+  EXECUTE format('CREATE TEMP TABLE approx_out AS SELECT row_number() OVER (ORDER BY ctid) AS pos, v FROM %I',
+                 output_table(col, descending, lim, tab));
+  EXECUTE format('DROP TABLE %I', output_table(col, descending, lim, tab));
   SELECT count(*) INTO got FROM approx_out;
   -- a permutation of the input (of a part of it, under a LIMIT)
   EXECUTE format('SELECT count(*) FROM (SELECT v FROM approx_out EXCEPT ALL SELECT %1$s FROM %2$s) d',
@@ -105,6 +116,9 @@ BEGIN
                 CASE WHEN worst < width THEN 'within a width' ELSE 'TOO WIDE' END,
                 CASE WHEN beyond < width THEN 'within a width' ELSE 'TOO FAR' END);
 END $$;
+SELECT sort_into_table(col, descending, lim)
+FROM unnest(ARRAY['score', 'gauss']) col, unnest(ARRAY[false, true]) descending,
+     unnest(ARRAY[NULL, 1, 100, 2500]) lim \gexec
 SELECT col, descending, lim, check_order(col, 1000, descending, lim)
 FROM unnest(ARRAY['score', 'gauss']) col, unnest(ARRAY[false, true]) descending,
      unnest(ARRAY[NULL, 1, 100, 2500]) lim
@@ -115,6 +129,8 @@ ORDER BY col, descending, lim NULLS FIRST;
 CREATE TABLE many AS SELECT CASE WHEN i % 97 = 0 THEN NULL ELSE (random() * 1e7)::int END AS v
 FROM generate_series(1, 200000) i;
 ANALYZE many;
+SELECT sort_into_table('v', descending, lim, 'many')
+FROM unnest(ARRAY[false, true]) descending, unnest(ARRAY[1, 100, 5000]) lim \gexec
 SELECT descending, lim, check_order('v', 1000, descending, lim, 'many')
 FROM unnest(ARRAY[false, true]) descending, unnest(ARRAY[1, 100, 5000]) lim
 ORDER BY descending, lim;
