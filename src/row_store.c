@@ -2585,9 +2585,11 @@ prepare_final_merge(RowStore *store)
 	}
 
 	/* the last rows stay in memory only if the runs can be read at full
-	 * speed beside them: writing them is cheaper than small chunks */
+	 * speed beside them: writing them is cheaper than small chunks (the
+	 * buffers of files written here are in memory_to_sort() already) */
 	if (store->ntuples > 0 &&
-		memory_to_sort(store) + store->nruns * (BLCKSZ + MAX_READ_CHUNK) > store->spec.work_mem_bytes)
+		memory_to_sort(store) + store->nruns * MAX_READ_CHUNK +
+		(Size) Max(store->nruns - store->open_run_files, 0) * BLCKSZ > store->spec.work_mem_bytes)
 		spill_rows(store, false);
 	else if (store->ntuples > 0)
 		sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
