@@ -57,6 +57,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "row_store.h"
 #include "service.h"
 
 #include <math.h>
@@ -311,7 +312,7 @@ disk_pages(Path *input, int nkeys, double rows)
 }
 
 /* The runs an external sort of `kept` rows writes (one work_mem of rows
- * each), and how many of them one merge takes. */
+ * each), and how many of them one merge takes (row_store.c's order). */
 static void
 external_sort_shape(Path *input, int nkeys, double kept, double *runs, double *merge_order)
 {
@@ -319,7 +320,7 @@ external_sort_shape(Path *input, int nkeys, double kept, double *runs, double *m
 	double		run_rows = Max(memory_bytes / row_bytes(input, nkeys), 1024.0);
 
 	*runs = ceil(kept / run_rows);
-	*merge_order = Max(6.0, memory_bytes / (BLCKSZ + 1024.0));
+	*merge_order = row_store_merge_order((Size) work_mem * 1024);
 }
 
 /*
@@ -343,9 +344,11 @@ files_pass_temp_file_limit(PlannerInfo *root, Path *input, int nkeys, bool bound
 	if (gpusort_spill_to_gpu && !bounded && gpu_expected())
 		return false;
 	external_sort_shape(input, nkeys, kept, &runs, &merge_order);
-	/* the row store merges a level's runs at half the order */
-	return disk_pages(input, nkeys, kept) * (runs > Max(6.0, merge_order / 2) ? 2.0 : 1.0) *
-		BLCKSZ > (double) temp_file_limit * 1024.0;
+	/* beyond one level of runs, a level's merged run and its inputs
+	 * coexist on disk */
+	return disk_pages(input, nkeys, kept) *
+		(runs > row_store_cascade_order((Size) work_mem * 1024) ? 2.0 : 1.0) * BLCKSZ >
+		(double) temp_file_limit * 1024.0;
 }
 
 /*

@@ -1780,8 +1780,9 @@ static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, 
 /*
  * Every open run holds a file buffer (BLCKSZ) in the store's memory, which
  * counts against work_mem beside the rows (memory_to_sort()), so runs must
- * not pile up while rows still come: once the newest half of
- * row_store_merge_order() runs are of one level, they are merged into one
+ * not pile up while rows still come: once the newest
+ * row_store_cascade_order() runs (half the merge order) are of one level,
+ * they are merged into one
  * run of the next (neighbours, so the runs stay in input order; never the
  * GPU run). The half leaves the rows most of work_mem: with the whole
  * order, the runs at 1MB were 810 against 461 and the sort about 10%
@@ -1791,7 +1792,7 @@ static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, 
 static void
 merge_newest_runs(RowStore *store, size_t limit)
 {
-	int			order = Max(MIN_MERGE_ORDER, row_store_merge_order(store->spec.work_mem_bytes) / 2);
+	int			order = row_store_cascade_order(store->spec.work_mem_bytes);
 
 	for (;;)
 	{
@@ -2675,6 +2676,14 @@ int
 row_store_merge_order(Size work_mem_bytes)
 {
 	return Max(MIN_MERGE_ORDER, (int) Min((Size) INT_MAX / 2, work_mem_bytes / RUN_READ_BYTES));
+}
+
+/* How many runs of one level are merged while rows still come
+ * (merge_newest_runs()). */
+int
+row_store_cascade_order(Size work_mem_bytes)
+{
+	return Max(MIN_MERGE_ORDER, row_store_merge_order(work_mem_bytes) / 2);
 }
 
 void
