@@ -17,9 +17,20 @@
 -- shared_preload_libraries.
 DO $update$
 DECLARE
-  view_acl aclitem[] := (SELECT relacl FROM pg_class WHERE oid = 'gpusort_stats'::regclass);
-  function_acl aclitem[] := (SELECT proacl FROM pg_proc WHERE oid = 'gpusort_stats()'::regprocedure);
-  granted record;
+  command text;
+  grants text[] := ARRAY(
+    SELECT format('GRANT %s ON %s TO %s%s', a.privilege_type, o.target,
+                  CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
+                  CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+    FROM (SELECT 'gpusort_stats' AS target, relacl AS acl, relowner AS owner
+          FROM pg_class WHERE oid = 'gpusort_stats'::regclass
+          UNION ALL
+          SELECT 'FUNCTION gpusort_stats()', proacl, proowner
+          FROM pg_proc WHERE oid = 'gpusort_stats()'::regprocedure) o,
+         aclexplode(o.acl) a
+    WHERE a.grantee <> o.owner);
+  function_acl_set boolean :=
+    (SELECT proacl IS NOT NULL FROM pg_proc WHERE oid = 'gpusort_stats()'::regprocedure);
 BEGIN
   DROP VIEW gpusort_stats;
   DROP FUNCTION gpusort_stats();
@@ -37,20 +48,12 @@ BEGIN
   AS 'MODULE_PATHNAME', 'gpusort_stats'
   LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
   CREATE VIEW gpusort_stats AS SELECT * FROM gpusort_stats();
-  FOR granted IN SELECT * FROM aclexplode(view_acl) a
-                 WHERE a.grantee <> (SELECT relowner FROM pg_class WHERE oid = 'gpusort_stats'::regclass) LOOP
-    EXECUTE format('GRANT %s ON gpusort_stats TO %s%s', granted.privilege_type,
-                   CASE WHEN granted.grantee = 0 THEN 'PUBLIC' ELSE granted.grantee::regrole::text END,
-                   CASE WHEN granted.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-  END LOOP;
-  IF function_acl IS NOT NULL THEN
+  -- (a function's privileges set by hand replace its default, PUBLIC's)
+  IF function_acl_set THEN
     REVOKE ALL ON FUNCTION gpusort_stats() FROM PUBLIC;
-    FOR granted IN SELECT * FROM aclexplode(function_acl) a
-                   WHERE a.grantee <> (SELECT proowner FROM pg_proc WHERE oid = 'gpusort_stats()'::regprocedure) LOOP
-      EXECUTE format('GRANT %s ON FUNCTION gpusort_stats() TO %s%s', granted.privilege_type,
-                     CASE WHEN granted.grantee = 0 THEN 'PUBLIC' ELSE granted.grantee::regrole::text END,
-                     CASE WHEN granted.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
   END IF;
+  FOREACH command IN ARRAY grants LOOP
+    EXECUTE command;
+  END LOOP;
 END
 $update$;
