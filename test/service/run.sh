@@ -355,10 +355,19 @@ echo "== a rows job whose client reads slowly gives its GPU memory to a waiting 
 # 90 MB of budget: a cursor's rows job holds part of it (with its 16 MB of
 # allowance), and a sort of 6.5M int4 keys needs about 81 MB, more than is
 # left, so under gpusort.device = gpu it waits; the cursor, fetched again
-# only after 10 s, gives its memory back to it meanwhile
+# only after that sort ended, gives its memory back to it meanwhile
 start_server gpusort 100 1 0
-# The slow reader has fetched its first row (its rows job is open) once it
-# sleeps; a fixed pause was too short on a loaded machine.
+# A slow reader sleeps until the test tells it to go on (a fixed pause
+# could end before the waiting sort asked for memory on a loaded machine),
+# and it has fetched its first row (its rows job is open) once it sleeps.
+psql_q -c "CREATE TABLE gs_told (what text)" -c "CREATE FUNCTION gs_sleep_until_told(what text) RETURNS void LANGUAGE plpgsql AS \$\$
+  BEGIN
+    FOR i IN 1..600 LOOP
+      EXIT WHEN EXISTS (SELECT 1 FROM gs_told t WHERE t.what = gs_sleep_until_told.what);
+      PERFORM pg_sleep(0.1);
+    END LOOP;
+  END \$\$" > /dev/null
+tell_reader() { psql_q -c "INSERT INTO gs_told VALUES ('$1')" > /dev/null; }
 wait_for_sleeping_reader() {
   for _ in $(seq 1 150); do
     [ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] && return
@@ -376,7 +385,7 @@ psql_q -c "SELECT gpusort_stats_reset()" > /dev/null
 printf '%s\n' "$spill" "SET temp_tablespaces = gs_tmp;" "BEGIN;" \
   "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
   "FETCH 1 FROM c;" "SELECT 'held ' || value FROM gpusort_info() WHERE name = 'gpu0_jobs_running';" \
-  "SELECT pg_sleep(10);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
+  "SELECT gs_sleep_until_told('cursor');" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/slow.out" &
 slow_pid=$!
 wait_for_sleeping_reader
 big_start=$(date +%s%N)
@@ -389,6 +398,7 @@ check "the waiting sort ran while the slow reader still held its cursor (${big_m
 gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
 check "the rows went to a file in the cursor's temporary tablespace" "1" \
   "$(ls -l "/proc/$gpud_pid/fd" 2>/dev/null | grep -c "$workdir/ts/.*/pgsql_tmp/")"
+tell_reader cursor
 wait "$slow_pid"
 case "$(head -n 3 "$workdir/slow.out")" in *"held 1"*) ok "the cursor's rows were in a rows job";;
   *) bad "the cursor's rows were in a rows job" "$(head -n 3 "$workdir/slow.out")";; esac
@@ -400,12 +410,13 @@ case "$(cat "$workdir/server.log")" in *"gave its "*" MB of GPU memory to a wait
   *) bad "the service logged the give-back" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
 check "gpusort_stats counts it" "1" \
   "$(psql_q -c "SELECT given_back_jobs FROM gpusort_stats WHERE gpu = 'total'")"
-# EXPLAIN ANALYZE of a sort whose first row's reader sleeps 4 s
-printf '%s\n' "$spill" "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT n, CASE WHEN n = 1 THEN pg_sleep(4) END FROM (SELECT row_number() OVER () AS n FROM (SELECT * FROM rows_t ORDER BY k, id) o) s;" \
+# EXPLAIN ANALYZE of a sort whose reader sleeps at its first row
+printf '%s\n' "$spill" "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT n, CASE WHEN n = 1 THEN gs_sleep_until_told('explain') END FROM (SELECT row_number() OVER () AS n FROM (SELECT * FROM rows_t ORDER BY k, id) o) s;" \
   | psql_q > "$workdir/slow_explain.out" &
 slow_pid=$!
 wait_for_sleeping_reader
 psql_q -c "$big_sort" > /dev/null
+tell_reader explain
 wait "$slow_pid"
 case "$(cat "$workdir/slow_explain.out")" in *"Rows in GPU Memory: "*" kB), given back to a temporary file"*)
   ok "its EXPLAIN ANALYZE says the rows were given back";;
@@ -430,10 +441,11 @@ check "no job left when the reader ended" "0" \
 # a limit of 1MB; the waiting sort gives up after 2 s
 printf '%s\n' "$spill" "SET temp_file_limit = '1MB';" "BEGIN;" \
   "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;" \
-  "FETCH 1 FROM c;" "SELECT pg_sleep(4);" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/limited.out" &
+  "FETCH 1 FROM c;" "SELECT gs_sleep_until_told('limited');" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/limited.out" &
 slow_pid=$!
 wait_for_sleeping_reader
 psql_q -c "SET statement_timeout = '2s'; $big_sort" > /dev/null
+tell_reader limited
 wait "$slow_pid"
 case "$(cat "$workdir/server.log")" in *"kept its GPU memory: its "*" kB of rows exceed the client's temp_file_limit (1024 kB)"*)
   ok "beyond the client's temp_file_limit the rows stay in GPU memory";;
