@@ -69,9 +69,9 @@ RESET work_mem;
 RESET gpusort.spill_to_gpu;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT id FROM e ORDER BY k DESC LIMIT 3;
 
--- GpuSort's runs in temporary files take up to three times tuplesort's
--- disk: a sort whose files would pass temp_file_limit stays PostgreSQL's,
--- which runs within it
+-- GpuSort's runs in temporary files take up to twice tuplesort's disk: a
+-- sort whose files would pass temp_file_limit stays PostgreSQL's, which
+-- runs within it
 CREATE TABLE narrow AS SELECT (g * 7919) % 20011 AS k, g AS id FROM generate_series(1, 20000) g;
 ANALYZE narrow;
 SET work_mem = '64kB';

@@ -301,12 +301,12 @@ spills(PlannerInfo *root, Path *input, int nkeys, bool bounded)
 }
 
 /* Pages that `rows` of the input take in a file of sorted rows, each a
- * record as the row store writes it (gs_row_record_bytes()). */
+ * record as the row store writes it. */
 static double
 disk_pages(Path *input, int nkeys, double rows)
 {
 	double		record_bytes =
-		gs_row_record_bytes(nkeys, MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader));
+		row_store_file_record_bytes(nkeys, MAXALIGN(input->pathtarget->width + SizeofMinimalTupleHeader));
 
 	return ceil(rows * record_bytes / BLCKSZ);
 }
@@ -325,12 +325,12 @@ external_sort_shape(Path *input, int nkeys, double kept, double *runs, double *m
 
 /*
  * Would the sort's runs in temporary files pass temp_file_limit (which
- * PostgreSQL counts per process)? Each record carries the encoded keys and
- * two lengths beside its tuple (disk_pages()), up to three times
- * tuplesort's for narrow rows, and merges of runs while others are still
- * being written add to the peak: a sort that PostgreSQL runs within the
- * limit could fail here, so the planner leaves it to PostgreSQL. Not where
- * the rows are expected to go to the GPU service's memory instead.
+ * PostgreSQL counts per process)? Each record carries the encoded keys
+ * beside its tuple (disk_pages()), about twice tuplesort's bytes for
+ * narrow rows, and merges of runs while others are still being written
+ * add to the peak: a sort that PostgreSQL runs within the limit could fail
+ * here, so the planner leaves it to PostgreSQL. Not where the rows are
+ * expected to go to the GPU service's memory instead.
  */
 static bool
 files_pass_temp_file_limit(PlannerInfo *root, Path *input, int nkeys, bool bounded)

@@ -95,15 +95,13 @@ typedef struct RunSample
 	RowStoreKey key;
 } RunSample;
 
-/*
- * A run's rows on disk, one record each:
- *   uint32 tuple length, the encoded keys (uint64 each), the NULL flags
- *   (one byte each), the minimal tuple, uint32 tuple length again
- * The trailing length lets the final file be read backward.
- */
+/* A sorted run: in a temporary file (file_record_size() has its records'
+ * layout) or in a GPU's memory (job_record_size()). */
 typedef struct SortedRun
 {
 	BufFile    *file;
+	bool		backward;		/* its records end with their length, so that
+								 * it can be read backward (the final file) */
 	bool		file_counted;	/* in RowStore.open_run_files */
 	int			file_number;	/* in spec.share_files; -1: a private file */
 	int64		rows;
@@ -812,31 +810,70 @@ read_bytes(BufFile *file, void *data, size_t length, bool eof_allowed)
 }
 
 /*
- * A record, in a run's file, in a GPU run and in the slot between them
+ * A record in a GPU run and in the slot between it and this process
  * (service/protocol.h, GS_JOB_ROWS): the tuple's length, its keys and NULL
  * flags, padding, the tuple at a multiple of 8 bytes, padding, and the
  * length again as its last four bytes; its size is a multiple of 8. So
  * from an aligned start every tuple is MAXALIGNed where it lies.
  */
 static inline Size
-record_size(const RowStore *store, uint32 tuple_length)
+job_record_size(const RowStore *store, uint32 tuple_length)
 {
 	return gs_row_record_bytes(store->nkeys, tuple_length);
 }
 
 static inline Size
-record_header_size(const RowStore *store)
+job_header_size(const RowStore *store)
 {
 	return gs_row_header_bytes(store->nkeys);
 }
 
-/* The length, keys and NULL flags that start a record, laid out in `header`
- * with its padding; returns their size. */
+/*
+ * A record in a run's file, packed with no padding: the tuple's length,
+ * its keys (uint64 each) and NULL flags (one byte each), the tuple
+ * without its first MINIMAL_TUPLE_DATA_OFFSET bytes (its length and
+ * padding, as tuplesort writes it), and, in a run read backward, the
+ * length again. Whoever reads a record moves its tuple to an aligned
+ * place.
+ */
+static inline Size
+file_header_size(int nkeys)
+{
+	return sizeof(uint32) + nkeys * (sizeof(uint64_t) + 1);
+}
+
+Size
+row_store_file_record_bytes(int nkeys, Size tuple_length)
+{
+	return file_header_size(nkeys) + tuple_length - MINIMAL_TUPLE_DATA_OFFSET;
+}
+
+static inline Size
+file_record_size(const RowStore *store, uint32 tuple_length, bool backward)
+{
+	return row_store_file_record_bytes(store->nkeys, tuple_length) +
+		(backward ? sizeof(uint32) : 0);
+}
+
+/* A file record's length, checked. */
+static inline uint32
+file_record_length(const char *record)
+{
+	uint32		length;
+
+	memcpy(&length, record, sizeof(length));
+	if (length < MINIMAL_TUPLE_DATA_OFFSET)
+		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
+	return length;
+}
+
+/* The length, keys and NULL flags that start a GPU run's record, laid out
+ * in `header` with its padding; returns their size. */
 static Size
 pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
 			const bool *nulls)
 {
-	Size		size = record_header_size(store);
+	Size		size = job_header_size(store);
 	Size		used = sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
 
 	memcpy(header, &length, sizeof(length));
@@ -851,25 +888,11 @@ pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *
 static Size
 pack_tail(const RowStore *store, char *tail, uint32 length)
 {
-	Size		size = record_size(store, length) - record_header_size(store) - length;
+	Size		size = job_record_size(store, length) - job_header_size(store) - length;
 
 	memset(tail, 0, size - sizeof(length));
 	memcpy(tail + size - sizeof(length), &length, sizeof(length));
 	return size;
-}
-
-/* A whole record (header, tuple, tail) laid out at `into`; the tuple's own
- * t_len is set on the way (its bytes may come from a heap tuple). Returns
- * its size. */
-static Size
-pack_record(const RowStore *store, char *into, const uint64_t *keys, const bool *nulls,
-			const char *tuple, uint32 length)
-{
-	char	   *record = into + pack_header(store, into, length, keys, nulls);
-
-	memcpy(record, tuple, length);
-	memcpy(record, &length, sizeof(length));
-	return record + length + pack_tail(store, record + length, length) - into;
 }
 
 /* Writes the buffered records to the file of the run they belong to. */
@@ -879,6 +902,22 @@ flush_records(RowStore *store, SortedRun *run)
 	if (store->write_buffered > 0)
 		write_bytes(run->file, store->write_buffer, store->write_buffered);
 	store->write_buffered = 0;
+}
+
+/* Appends bytes of a record to `run` through the store's write buffer
+ * (straight to the file when they are larger than it). */
+static void
+append_to_run(RowStore *store, SortedRun *run, const void *data, Size length)
+{
+	if (store->write_buffered + length > RUN_WRITE_BUFFER)
+		flush_records(store, run);
+	if (length > RUN_WRITE_BUFFER)
+		write_bytes(run->file, data, length);
+	else
+	{
+		memcpy(store->write_buffer + store->write_buffered, data, length);
+		store->write_buffered += length;
+	}
 }
 
 /* A run is written: its records flushed, and its samples file closed (the
@@ -926,66 +965,60 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 			 MinimalTuple tuple)
 {
 	uint32		length = tuple->t_len;
-	Size		size = record_size(store, length);
+	Size		size = file_record_size(store, length, run->backward);
+	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
 
 	if (run->samples != NULL && run->bytes >= run->next_sample)
 		note_sample(store, run, keys, nulls);
 
 	if (store->write_buffer == NULL)
 		store->write_buffer = MemoryContextAlloc(store->context, RUN_WRITE_BUFFER);
-	if (store->write_buffered + size > RUN_WRITE_BUFFER)
-		flush_records(store, run);
-	if (size > RUN_WRITE_BUFFER)
-	{
-		/* a wide row goes straight to the file */
-		char		header[MAXALIGN(sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1))];
-		char		tail[2 * sizeof(uint64_t)];
-
-		write_bytes(run->file, header, pack_header(store, header, length, keys, nulls));
-		write_bytes(run->file, tuple, length);
-		write_bytes(run->file, tail, pack_tail(store, tail, length));
-	}
-	else
-		store->write_buffered += pack_record(store, store->write_buffer + store->write_buffered,
-											 keys, nulls, (char *) tuple, length);
+	memcpy(header, &length, sizeof(length));
+	memcpy(header + sizeof(length), keys, store->nkeys * sizeof(uint64_t));
+	memcpy(header + sizeof(length) + store->nkeys * sizeof(uint64_t), nulls, store->nkeys);
+	append_to_run(store, run, header, file_header_size(store->nkeys));
+	append_to_run(store, run, (char *) tuple + MINIMAL_TUPLE_DATA_OFFSET,
+				  length - MINIMAL_TUPLE_DATA_OFFSET);
+	if (run->backward)
+		append_to_run(store, run, &length, sizeof(length));
 	run->rows++;
 	run->bytes += size;
 	store->disk_bytes += size;
 	store->stats.disk_bytes = Max(store->stats.disk_bytes, store->disk_bytes);
 }
 
-/* Reads the record at the file's position into keys, nulls and a buffer
- * (grown as needed; MAXALIGNed, so the tuple can be used in place). */
+/* Reads the record at the position of a file read backward (its records
+ * end with their length) into a buffer, grown as needed, as a MAXALIGNed
+ * tuple; false at the file's end. */
 static bool
-read_record(RowStore *store, BufFile *file, uint64_t *keys, bool *nulls,
-			char **buffer, Size *buffer_size, uint32 *tuple_length)
+read_backward_record(RowStore *store, BufFile *file, char **buffer, Size *buffer_size,
+					 uint32 *tuple_length)
 {
-	char		header[MAXALIGN(sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1))];
-	Size		header_size = record_header_size(store);
-	Size		rest;
+	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+	Size		need;
 	uint32		length;
 	uint32		trailer;
 
-	if (!read_bytes(file, header, header_size, true))
+	if (!read_bytes(file, header, file_header_size(store->nkeys), true))
 		return false;
-	memcpy(&length, header, sizeof(length));
-	memcpy(keys, header + sizeof(length), store->nkeys * sizeof(uint64_t));
-	memcpy(nulls, header + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
-	/* the tuple and the tail in one read */
-	rest = record_size(store, length) - header_size;
-	if (*buffer_size < rest)
+	length = file_record_length(header);
+	/* the tuple after its length and padding, and the trailing length, in
+	 * one read */
+	need = (Size) length + sizeof(trailer);
+	if (*buffer_size < need)
 	{
-		Size		size = Max(rest, 256);
+		Size		size = Max(need, 256);
 
 		if (*buffer != NULL)
 			pfree(*buffer);
 		*buffer = MemoryContextAllocHuge(store->context, size);
 		*buffer_size = size;
 	}
-	read_bytes(file, *buffer, rest, false);
-	memcpy(&trailer, *buffer + rest - sizeof(trailer), sizeof(trailer));
+	read_bytes(file, *buffer + MINIMAL_TUPLE_DATA_OFFSET, need - MINIMAL_TUPLE_DATA_OFFSET, false);
+	memcpy(&trailer, *buffer + length, sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
+	((MinimalTuple) *buffer)->t_len = length;
 	*tuple_length = length;
 	return true;
 }
@@ -1125,7 +1158,7 @@ measure_records(const RowStore *store, Size *total, Size *largest)
 	*largest = 0;
 	for (size_t i = 0; i < store->ntuples; i++)
 	{
-		Size		size = record_size(store, store->tuples[i]->t_len);
+		Size		size = job_record_size(store, store->tuples[i]->t_len);
 
 		*total += size;
 		*largest = Max(*largest, size);
@@ -1218,7 +1251,7 @@ open_gpu_run(RowStore *store, Size total)
 		memory_to_sort(store) < store->spec.work_mem_bytes)
 		capacity = Max(capacity, (uint64) store->spec.work_mem_bytes);
 	old_context = MemoryContextSwitchTo(store->context);
-	rows = service_rows_open(capacity, Max(average / 2, record_size(store, 0)), store->nkeys,
+	rows = service_rows_open(capacity, Max(average / 2, job_record_size(store, 0)), store->nkeys,
 							 store->plan->descending, store->plan->nulls_first, memory_limit,
 							 false, why, sizeof(why));
 	MemoryContextSwitchTo(old_context);
@@ -1286,7 +1319,7 @@ static char *
 stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 length)
 {
 	SortedRun  *run = store->gpu_run;
-	Size		size = record_size(store, length);
+	Size		size = job_record_size(store, length);
 	char	   *record;
 
 	if (size > store->stream_half ||
@@ -1535,7 +1568,7 @@ start_gpu_read(RowStore *store)
 static bool
 next_gpu_row(RowStore *store, MinimalTuple *tuple)
 {
-	Size		header_size = record_header_size(store);
+	Size		header_size = job_header_size(store);
 	uint32		length = 0;
 	char	   *data;
 	uint32		trailer;
@@ -1552,7 +1585,7 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 			memcpy(&length, store->read_next, sizeof(length));
 			if (length < GS_MIN_TUPLE_BYTES)
 				elog(ERROR, "gpusort: the GPU service returned a corrupt row");
-			if (left >= record_size(store, length))
+			if (left >= job_record_size(store, length))
 				break;
 		}
 		if (store->read_coming == 0)
@@ -1565,7 +1598,7 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 		turn_to_other_half(store);
 	}
 	data = store->read_next + header_size;
-	store->read_next += record_size(store, length);
+	store->read_next += job_record_size(store, length);
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
@@ -1768,7 +1801,7 @@ gpu_run_due(const RowStore *store)
 		return false;
 	/* the planner expects that much: from the first row, none copied */
 	if (store->ntuples == 1 &&
-		store->spec.expected_rows * record_size(store, store->tuples[0]->t_len) >=
+		store->spec.expected_rows * job_record_size(store, store->tuples[0]->t_len) >=
 		(double) GPU_RUN_EARLY_BYTES)
 		return gpu_run_allowed(store);
 	return memory_to_sort(store) >= GPU_RUN_EARLY_BYTES && gpu_run_allowed(store);
@@ -1900,15 +1933,19 @@ fill_chunk(RowStore *store, MergeInput *input, Size need, bool end_allowed)
 	return false;				/* not reached */
 }
 
-/* A run input's next record, parsed in its chunk; false at the run's end.
- * The tuple is used where it lies in the chunk. */
+/*
+ * A run input's next record, parsed in its chunk; false at the run's end.
+ * The tuple is used in the chunk: where it lies in a GPU run's record, and
+ * moved back to an aligned place in a file's (see below).
+ */
 static bool
 read_chunk_record(RowStore *store, MergeInput *input)
 {
-	Size		header_size = record_header_size(store);
+	bool		in_file = input->run->gpu == NULL;
+	bool		with_trailer = !in_file || input->run->backward;
+	Size		header_size = in_file ? file_header_size(store->nkeys) : job_header_size(store);
 	Size		size;
 	uint32		length;
-	uint32		trailer;
 	char	   *record;
 	char	   *tuple;
 
@@ -1917,8 +1954,16 @@ read_chunk_record(RowStore *store, MergeInput *input)
 		!fill_chunk(store, input, header_size, true))
 		return false;
 	record = input->chunk + input->chunk_pos;
-	memcpy(&length, record, sizeof(length));
-	size = record_size(store, length);
+	if (in_file)
+	{
+		length = file_record_length(record);
+		size = file_record_size(store, length, input->run->backward);
+	}
+	else
+	{
+		memcpy(&length, record, sizeof(length));
+		size = job_record_size(store, length);
+	}
 	if (input->chunk_used - input->chunk_pos < size)
 		fill_chunk(store, input, size, false);
 	record = input->chunk + input->chunk_pos;
@@ -1927,11 +1972,34 @@ read_chunk_record(RowStore *store, MergeInput *input)
 	if (input->stop != NULL &&
 		compare_keys(store, input->keys, input->nulls, input->stop->keys, input->stop->nulls) >= 0)
 		return false;			/* the next partition's */
-	tuple = record + header_size;
-	memcpy(&trailer, record + size - sizeof(trailer), sizeof(trailer));
-	if (trailer != length)
-		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
-	/* the chunk is palloc'd and records are multiples of 8 bytes */
+	if (with_trailer)
+	{
+		uint32		trailer;
+
+		memcpy(&trailer, record + size - sizeof(trailer), sizeof(trailer));
+		if (trailer != length)
+			elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
+	}
+	if (in_file)
+	{
+		/*
+		 * The tuple's bytes after its length and padding move back, by at
+		 * most 7 bytes, so that the tuple starts MAXALIGNed over the
+		 * record's header, which was copied out above (the header is
+		 * longer than that length and padding, and the chunk starts
+		 * aligned). Bytes before the record may be overwritten: the
+		 * input's previous row was the caller's only until this call.
+		 */
+		char	   *body = record + header_size;
+
+		tuple = (char *) TYPEALIGN_DOWN(MAXIMUM_ALIGNOF, body - MINIMAL_TUPLE_DATA_OFFSET);
+		Assert(tuple >= input->chunk);
+		memmove(tuple + MINIMAL_TUPLE_DATA_OFFSET, body, length - MINIMAL_TUPLE_DATA_OFFSET);
+		((MinimalTuple) tuple)->t_len = length;
+	}
+	else
+		tuple = record + header_size;
+	/* (a GPU run's records are multiples of 8 bytes from the chunk's start) */
 	Assert((uintptr_t) tuple % MAXIMUM_ALIGNOF == 0);
 	input->tuple = (MinimalTuple) tuple;
 	input->chunk_pos += size;
@@ -2651,7 +2719,9 @@ row_store_sort(RowStore *store)
 	if (store->spec.random_access)
 	{
 		/* one file, read either way */
-		store->final = merge_into_run(store, NULL, 0, store->nruns, store->ntuples > 0, limit);
+		store->final = new_run(store);
+		store->final->backward = true;
+		merge_into_run(store, store->final, 0, store->nruns, store->ntuples > 0, limit);
 		store->runs[0] = store->final;
 		store->nruns = 1;
 		MemoryContextDelete(store->rows_context);
@@ -3074,13 +3144,11 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 static void
 read_file_row(RowStore *store, int64 offset, TupleTableSlot *slot)
 {
-	uint64_t	keys[GS_MAX_KEY_COLUMNS];
-	bool		nulls[GS_MAX_KEY_COLUMNS];
 	uint32		length;
 
 	seek_file(store->final->file, offset);
-	if (!read_record(store, store->final->file, keys, nulls, &store->buffer,
-					 &store->buffer_size, &length))
+	if (!read_backward_record(store, store->final->file, &store->buffer, &store->buffer_size,
+							  &length))
 		elog(ERROR, "gpusort: a temporary file of sorted rows ended early");
 	store->offset = offset;
 	store->length = length;
@@ -3190,7 +3258,7 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 			if (forward && store->position + 1 < n)
 			{
 				int64		next = store->position < 0 ? 0 :
-					store->offset + (int64) record_size(store, store->length);
+					store->offset + (int64) file_record_size(store, store->length, true);
 
 				read_file_row(store, next, slot);
 				store->position++;
@@ -3201,7 +3269,7 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 				int64		end = store->position >= n ? store->final->bytes : store->offset;
 				uint32		length = length_before(store, end);
 
-				read_file_row(store, end - (int64) record_size(store, length), slot);
+				read_file_row(store, end - (int64) file_record_size(store, length, true), slot);
 				store->position--;
 				return true;
 			}

@@ -120,6 +120,9 @@ extern void row_store_share_file_name(char *name, size_t size, int share, int fi
 extern int	row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs,
 								   RowStoreRun *gpu_part);
 extern int	row_store_merge_order(Size work_mem_bytes);
+/* Bytes of a run file's record of a `tuple_length`-byte tuple with `nkeys`
+ * keys (in a run read forward). */
+extern Size row_store_file_record_bytes(int nkeys, Size tuple_length);
 extern int	row_store_cascade_order(Size work_mem_bytes);
 /* Room to ask a GPU rows job for, for `rows` rows of `record_bytes` as
  * records: twice that, and at least 64 MB. */
