@@ -2279,8 +2279,8 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 	Size		chunk_size;
 	Size		others = files_memory(store);
 
-	/* the buffers of open runs not in this merge (other levels') and the
-	 * write buffer are not the merge's to use */
+	/* the buffers of open runs not in this merge (other levels', the
+	 * output's) and the write buffer are not the merge's to use */
 	for (int r = first; r < first + count; r++)
 		if (store->runs[r]->file_counted)
 			others -= BLCKSZ;
@@ -2387,9 +2387,10 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 				duration;
 
 	INSTR_TIME_SET_CURRENT(start);
-	start_merge(store, first, count, with_memory, merge_memory(store), -1);
+	/* the output's file first: its buffer is not the merge's to read with */
 	if (merged == NULL)
 		merged = new_run(store);
+	start_merge(store, first, count, with_memory, merge_memory(store), -1);
 	memcpy(merged->columns, store->merge_ranges, sizeof(merged->columns));
 	while ((limit == 0 || written < limit) && (input = next_merged(store)) != NULL)
 	{
