@@ -842,6 +842,8 @@ file_header_size(int nkeys)
 	return sizeof(uint32) + nkeys * (sizeof(uint64_t) + 1);
 }
 
+#define MAX_FILE_HEADER (sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1))
+
 Size
 row_store_file_record_bytes(int nkeys, Size tuple_length)
 {
@@ -867,18 +869,28 @@ file_record_length(const char *record)
 	return length;
 }
 
-/* The length, keys and NULL flags that start a GPU run's record, laid out
- * in `header` with its padding; returns their size. */
+/* The length, keys and NULL flags that start a record of either layout,
+ * laid out unpadded in `header` (at most MAX_FILE_HEADER bytes); returns
+ * their size, a file record's whole header. */
+static Size
+pack_fields(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
+			const bool *nulls)
+{
+	memcpy(header, &length, sizeof(length));
+	memcpy(header + sizeof(length), keys, store->nkeys * sizeof(uint64_t));
+	memcpy(header + sizeof(length) + store->nkeys * sizeof(uint64_t), nulls, store->nkeys);
+	return file_header_size(store->nkeys);
+}
+
+/* A GPU run's record's header: those fields and their padding; returns its
+ * size. */
 static Size
 pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
 			const bool *nulls)
 {
 	Size		size = job_header_size(store);
-	Size		used = sizeof(length) + store->nkeys * (sizeof(uint64_t) + 1);
+	Size		used = pack_fields(store, header, length, keys, nulls);
 
-	memcpy(header, &length, sizeof(length));
-	memcpy(header + sizeof(length), keys, store->nkeys * sizeof(uint64_t));
-	memcpy(header + sizeof(length) + store->nkeys * sizeof(uint64_t), nulls, store->nkeys);
 	memset(header + used, 0, size - used);
 	return size;
 }
@@ -966,17 +978,14 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 {
 	uint32		length = tuple->t_len;
 	Size		size = file_record_size(store, length, run->backward);
-	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+	char		header[MAX_FILE_HEADER];
 
 	if (run->samples != NULL && run->bytes >= run->next_sample)
 		note_sample(store, run, keys, nulls);
 
 	if (store->write_buffer == NULL)
 		store->write_buffer = MemoryContextAlloc(store->context, RUN_WRITE_BUFFER);
-	memcpy(header, &length, sizeof(length));
-	memcpy(header + sizeof(length), keys, store->nkeys * sizeof(uint64_t));
-	memcpy(header + sizeof(length) + store->nkeys * sizeof(uint64_t), nulls, store->nkeys);
-	append_to_run(store, run, header, file_header_size(store->nkeys));
+	append_to_run(store, run, header, pack_fields(store, header, length, keys, nulls));
 	append_to_run(store, run, (char *) tuple + MINIMAL_TUPLE_DATA_OFFSET,
 				  length - MINIMAL_TUPLE_DATA_OFFSET);
 	if (run->backward)
@@ -994,7 +1003,7 @@ static bool
 read_backward_record(RowStore *store, BufFile *file, char **buffer, Size *buffer_size,
 					 uint32 *tuple_length)
 {
-	char		header[sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1)];
+	char		header[MAX_FILE_HEADER];
 	Size		need;
 	uint32		length;
 	uint32		trailer;
