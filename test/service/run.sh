@@ -373,7 +373,7 @@ wait_for_sleeping_reader() {
     [ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] && return
     sleep 0.1
   done
-  bad "the slow reader reached its sleep within 15 s" "$(cat "$workdir"/slow*.out "$workdir/limited.out" 2>/dev/null | tail -n 3)"
+  bad "the slow reader reached its sleep within 15 s" "$(cat "$workdir"/slow*.out 2>/dev/null | tail -n 3)"
 }
 # the cursor's session writes its temporary files in a tablespace of its
 # own (temp_tablespaces): so does the service for its rows job
@@ -410,14 +410,22 @@ case "$(cat "$workdir/server.log")" in *"gave its "*" MB of GPU memory to a wait
   *) bad "the service logged the give-back" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
 check "gpusort_stats counts it" "1" \
   "$(psql_q -c "SELECT given_back_jobs FROM gpusort_stats WHERE gpu = 'total'")"
+# Runs the big sort, after the settings in $2, while a reader (the
+# statements after $2, writing $workdir/slow_$1.out) sleeps until told $1,
+# then lets the reader end.
+big_sort_beside_reader() {
+  local name=$1 settings=$2 reader_pid
+  shift 2
+  printf '%s\n' "$@" | psql_q > "$workdir/slow_$name.out" &
+  reader_pid=$!
+  wait_for_sleeping_reader
+  psql_q -c "$settings $big_sort" > /dev/null
+  tell_reader "$name"
+  wait "$reader_pid"
+}
 # EXPLAIN ANALYZE of a sort whose reader sleeps at its first row
-printf '%s\n' "$spill" "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT n, CASE WHEN n = 1 THEN gs_sleep_until_told('explain') END FROM (SELECT row_number() OVER () AS n FROM (SELECT * FROM rows_t ORDER BY k, id) o) s;" \
-  | psql_q > "$workdir/slow_explain.out" &
-slow_pid=$!
-wait_for_sleeping_reader
-psql_q -c "$big_sort" > /dev/null
-tell_reader explain
-wait "$slow_pid"
+big_sort_beside_reader explain "" "$spill" \
+  "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT n, CASE WHEN n = 1 THEN gs_sleep_until_told('explain') END FROM (SELECT row_number() OVER () AS n FROM (SELECT * FROM rows_t ORDER BY k, id) o) s;"
 case "$(cat "$workdir/slow_explain.out")" in *"Rows in GPU Memory: "*" kB), given back to a temporary file"*)
   ok "its EXPLAIN ANALYZE says the rows were given back";;
   *) bad "its EXPLAIN ANALYZE says the rows were given back" "$(cat "$workdir/slow_explain.out")";; esac
@@ -439,20 +447,15 @@ check "no job left when the reader ended" "0" \
 # a rows job whose rows would pass its client's temp_file_limit keeps its
 # memory: 15000 rows (1.4 MB, all in the job, no file of the backend's own) against
 # a limit of 1MB; the waiting sort gives up after 2 s
-printf '%s\n' "$spill" "SET temp_file_limit = '1MB';" "BEGIN;" \
-  "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;" \
-  "FETCH 1 FROM c;" "SELECT gs_sleep_until_told('limited');" "FETCH ALL FROM c;" "COMMIT;" | psql_q > "$workdir/limited.out" &
-slow_pid=$!
-wait_for_sleeping_reader
-psql_q -c "SET statement_timeout = '2s'; $big_sort" > /dev/null
-tell_reader limited
-wait "$slow_pid"
+big_sort_beside_reader limited "SET statement_timeout = '2s';" "$spill" "SET temp_file_limit = '1MB';" \
+  "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;" \
+  "FETCH 1 FROM c;" "SELECT gs_sleep_until_told('limited');" "FETCH ALL FROM c;" "COMMIT;"
 case "$(cat "$workdir/server.log")" in *"kept its GPU memory: its "*" kB of rows exceed the client's temp_file_limit (1024 kB)"*)
   ok "beyond the client's temp_file_limit the rows stay in GPU memory";;
   *) bad "beyond the client's temp_file_limit the rows stay in GPU memory" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
 check "and the reader gets PostgreSQL's rows" \
   "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id" | md5sum)" \
-  "$(grep -v -e '^$' -e '^SET$' "$workdir/limited.out" | md5sum)"
+  "$(grep -v -e '^$' -e '^SET$' "$workdir/slow_limited.out" | md5sum)"
 
 # ---- 4e. sorts holding rows in the service do not wait for each other ----
 echo "== concurrent sorts beyond work_mem, each holding a rows job, do not deadlock"
