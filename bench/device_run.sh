@@ -38,7 +38,8 @@ mkdir -p "$OUT"
 # shellcheck disable=SC1091
 source .device-carry/pg-on-gpu.sh > "$OUT/pg_setup.log" 2>&1
 # the sources are older than the built files, so make installs without building
-git ls-files -z 2>/dev/null | xargs -0 touch -d '2001-01-01 00:00' 2>/dev/null
+# (-c: a path git still lists but the copy lacks is not made, empty)
+git ls-files -z 2>/dev/null | xargs -0 touch -c -d '2001-01-01 00:00' 2>/dev/null
 tar xzf "$build"
 make install PG_CONFIG="$PG_CONFIG" WITH_CUDA=yes > "$OUT/install.log" 2>&1 ||
   tail -n 20 "$OUT/install.log"
