@@ -19,6 +19,7 @@
 #include "catalog/pg_type_d.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -51,6 +52,20 @@ typedef struct ArrayInput
 	bool	   *isnull;			/* [nitems], or NULL when none is */
 	uint32_t   *ordinal;		/* [nitems] position among non-nulls, or NULL */
 } ArrayInput;
+
+/*
+ * The loops below over every element of an array take seconds for the
+ * largest ones (MaxArraySize elements, 134M), and the engine looks for a
+ * cancel only while it sorts: each loop looks every 2^20 elements (about a
+ * millisecond), so that statement_timeout and pg_cancel_backend stop it
+ * promptly. All they hold is memory, which the error frees.
+ */
+static inline void
+maybe_check_for_interrupts(int i)
+{
+	if ((i & ((1 << 20) - 1)) == 0)
+		CHECK_FOR_INTERRUPTS();
+}
 
 /* How many of an array's nitems elements its null bitmap marks NULL. */
 static int
@@ -119,6 +134,7 @@ read_keys(ArrayInput *input)
 	{
 		bool		null = bitmap != NULL && (bitmap[i / 8] & (1 << (i % 8))) == 0;
 
+		maybe_check_for_interrupts(i);
 		if (bitmap != NULL)
 		{
 			input->isnull[i] = null;
@@ -218,6 +234,7 @@ array_by_order(const ArrayInput *input, const uint32_t *order)
 	{
 		uint32_t	from = order[j];
 
+		maybe_check_for_interrupts(j);
 		if (element_is_null(input, from))
 		{
 			mark_null(result, j);
@@ -265,6 +282,7 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	sorted->descending = descending;
 	for (int i = 0; i < input->nitems; i++)
 	{
+		maybe_check_for_interrupts(i);
 		if (element_is_null(input, i))
 			continue;
 		if (input->keys[i] < min_key)
@@ -291,6 +309,7 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	{
 		uint64_t	relative;
 
+		maybe_check_for_interrupts(i);
 		if (element_is_null(input, i))
 			continue;
 		relative = descending ? max_key - input->keys[i] : input->keys[i] - min_key;
@@ -314,7 +333,10 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	/* the engine's permutation counts non-NULL values; map to positions */
 	if (value_positions != NULL)
 		for (int v = 0; v < count; v++)
+		{
+			maybe_check_for_interrupts(v);
 			sorted->positions[v] = value_positions[sorted->positions[v]];
+		}
 }
 
 static uint64_t
@@ -333,8 +355,11 @@ null_positions(const ArrayInput *input, uint32_t *out)
 	int			count = 0;
 
 	for (int i = 0; i < input->nitems && input->nnulls > 0; i++)
+	{
+		maybe_check_for_interrupts(i);
 		if (element_is_null(input, i))
 			out[count++] = i;
+	}
 	return count;
 }
 
@@ -350,10 +375,16 @@ array_from_sorted_keys(const ArrayInput *input, const SortedValues *sorted,
 	int			first_value = nulls_first ? input->nnulls : 0;
 
 	for (int i = 0; i < input->nnulls; i++)
+	{
+		maybe_check_for_interrupts(i);
 		mark_null(result, nulls_first ? i : first_value + sorted->count + i);
+	}
 	for (int v = 0; v < sorted->count; v++)
+	{
+		maybe_check_for_interrupts(v);
 		gpusort_write_element(input->type, sorted_key(sorted, v),
 							  out + (size_t) v * typlen);
+	}
 	return result;
 }
 
@@ -415,7 +446,10 @@ gpusort_sql_argsort(PG_FUNCTION_ARGS)
 	ARR_LBOUND(result)[0] = 1;
 	out = (int32 *) ARR_DATA_PTR(result);
 	for (int j = 0; j < input.nitems; j++)
+	{
+		maybe_check_for_interrupts(j);
 		out[j] = (int32) order[j] + 1;
+	}
 	PG_RETURN_ARRAYTYPE_P(result);
 }
 
@@ -496,8 +530,11 @@ gpusort_sql_sort_pairs(PG_FUNCTION_ARGS)
 	{
 		gs_key_column_init(&columns[c], descending, descending);
 		for (int i = 0; i < inputs[c].nitems; i++)
+		{
+			maybe_check_for_interrupts(i);
 			gs_key_column_observe(&columns[c], element_is_null(&inputs[c], i),
 								  inputs[c].keys[i]);
+		}
 		column_keys[c] = inputs[c].keys;
 		column_nulls[c] = inputs[c].isnull;
 	}
@@ -560,8 +597,11 @@ gpusort_sql_minmax(PG_FUNCTION_ARGS)
 		gs_sort_report report;
 
 		for (int i = 0, v = 0; i < input.nitems; i++)
+		{
+			maybe_check_for_interrupts(i);
 			if (!element_is_null(&input, i))
 				keys[v++] = input.keys[i];
+		}
 		gpusort_request_init(&request);
 		gs_sort_request_set_keys(&request, keys, count, 8, 64, NULL);
 		gpusort_check_status(gs_minmax(&request, &min_key, &max_key, &report), &report);
