@@ -150,11 +150,11 @@ UNIT_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels
 ENGINE_SRCS = $(ENGINE_OBJS:.o=.c)
 
 ifeq ($(WITH_CUDA),yes)
-test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) $(CUDA_OBJS) $(CUDA_LIBS) -lm
+test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h service/verify.[ch] $(CUDA_OBJS)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) service/verify.c $(CUDA_OBJS) $(CUDA_LIBS) -lm
 else
-test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h kernels/gpu_stub.c
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) kernels/gpu_stub.c -lm
+test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h service/verify.[ch] kernels/gpu_stub.c
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) service/verify.c kernels/gpu_stub.c -lm
 endif
 
 .PHONY: unittest

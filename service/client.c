@@ -1290,6 +1290,172 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
  * Rows jobs: a spilled sort's rows in the service's GPU memory
  * ------------------------------------------------------------------------ */
 
+/*
+ * The check of a rows job's result (verify.h): the records the service
+ * returns, read from the start to the end in order, are those it was sent
+ * (a fingerprint of each record's length, keys and NULL flags, at a point
+ * the opener draws and shares with attached connections) and in the
+ * sort's order. Records are followed through the returned bytes as they
+ * come, piece by piece; a read that is not the next piece of the rows
+ * (a reader that skips or goes back) ends the check for the job.
+ */
+#define RECORD_WORDS (2 + GS_MAX_KEY_COLUMNS)
+
+typedef struct RowsCheck
+{
+	gs_fingerprint_point point;
+	int			nkeys;
+	uint32		descending_mask;
+	uint32		nulls_first_mask;
+	uint64		sent;			/* the records this connection sent */
+	uint64		expected;		/* all records (the opener, from its sort) */
+	bool		reading;		/* the records read so far are checked */
+	uint64		next_offset;	/* where the next read must start */
+	uint64		received;		/* the records read so far */
+	uint64		records;
+	/* the record being read: its header as far as it came, then the bytes
+	 * of it still to skip */
+	char		header[8 * (GS_MAX_KEY_COLUMNS + 2) + 8];
+	uint64		header_have;
+	uint64		skip;
+	uint64		previous[RECORD_WORDS];
+	bool		have_previous;
+} RowsCheck;
+
+/* A record's header as words: its tuple's length, its keys, its NULL
+ * flags (bit k: key k is NULL). False if its length is impossible. */
+static bool
+record_words(const char *header, int nkeys, uint64 *words, uint64 *record_bytes)
+{
+	uint32		length;
+
+	memcpy(&length, header, sizeof(length));
+	if (length < GS_MIN_TUPLE_BYTES || length > MaxAllocSize)
+		return false;
+	words[0] = length;
+	words[1] = 0;
+	for (int k = 0; k < nkeys; k++)
+	{
+		memcpy(&words[2 + k], header + sizeof(uint32) + k * sizeof(uint64), sizeof(uint64));
+		if (header[sizeof(uint32) + nkeys * sizeof(uint64) + k] != 0)
+		{
+			words[1] |= (uint64) 1 << k;
+			words[2 + k] = 0;
+		}
+	}
+	*record_bytes = gs_row_record_bytes(nkeys, length);
+	return true;
+}
+
+/* Whether record `b` may follow record `a` in the sort's order. */
+static bool
+records_in_order(const RowsCheck *check, const uint64 *a, const uint64 *b)
+{
+	for (int k = 0; k < check->nkeys; k++)
+	{
+		bool		a_null = (a[1] >> k) & 1;
+		bool		b_null = (b[1] >> k) & 1;
+		bool		nulls_first = (check->nulls_first_mask >> k) & 1;
+		bool		descending = (check->descending_mask >> k) & 1;
+
+		if (a_null != b_null)
+			return nulls_first ? a_null : b_null;
+		if (a_null || a[2 + k] == b[2 + k])
+			continue;
+		return descending ? a[2 + k] > b[2 + k] : a[2 + k] < b[2 + k];
+	}
+	return true;
+}
+
+/* Fingerprints the records of a batch about to be sent; false (and why)
+ * if they are not framed as records. */
+static bool
+check_batch(RowsCheck *check, const char *batch, uint64 bytes, uint64 records)
+{
+	uint64		header_bytes = gs_row_header_bytes(check->nkeys);
+	uint64		position = 0;
+
+	for (uint64 i = 0; i < records; i++)
+	{
+		uint64		words[RECORD_WORDS];
+		uint64		size;
+
+		if (bytes - position < header_bytes ||
+			!record_words(batch + position, check->nkeys, words, &size) ||
+			size > bytes - position)
+			return false;
+		check->sent = gs_fingerprint_add_words(&check->point, check->sent, words,
+											   2 + check->nkeys);
+		position += size;
+	}
+	return position == bytes;
+}
+
+/*
+ * Follows the records through bytes [offset, offset + length) of the
+ * ordered rows, just returned. False (and why) if one is out of order or
+ * not framed as a record, or once all came, if they are not those sent.
+ */
+static bool
+check_returned(RowsCheck *check, const char *data, uint64 offset, uint64 length,
+			   uint64 total_bytes)
+{
+	uint64		header_bytes = gs_row_header_bytes(check->nkeys);
+
+	if (!check->reading || offset != check->next_offset)
+	{
+		check->reading = false;	/* not read in one pass: not checked */
+		return true;
+	}
+	for (uint64 position = 0; position < length;)
+	{
+		uint64		piece;
+
+		if (check->skip > 0)
+		{
+			piece = Min(check->skip, length - position);
+			check->skip -= piece;
+			position += piece;
+			continue;
+		}
+		piece = Min(header_bytes - check->header_have, length - position);
+		memcpy(check->header + check->header_have, data + position, piece);
+		check->header_have += piece;
+		position += piece;
+		if (check->header_have == header_bytes)
+		{
+			uint64		words[RECORD_WORDS];
+			uint64		size;
+
+			if (!record_words(check->header, check->nkeys, words, &size))
+			{
+				set_error("the GPU service returned a record of an impossible length");
+				return false;
+			}
+			if (check->have_previous && !records_in_order(check, check->previous, words))
+			{
+				set_error("the GPU service returned rows out of order");
+				return false;
+			}
+			memcpy(check->previous, words, sizeof(words));
+			check->have_previous = true;
+			check->received = gs_fingerprint_add_words(&check->point, check->received, words,
+													   2 + check->nkeys);
+			check->records++;
+			check->header_have = 0;
+			check->skip = size - header_bytes;
+		}
+	}
+	check->next_offset += length;
+	if (check->next_offset == total_bytes &&
+		(check->skip != 0 || check->header_have != 0 || check->received != check->expected))
+	{
+		set_error("the GPU service returned other rows than it was given");
+		return false;
+	}
+	return true;
+}
+
 struct ServiceRows
 {
 	Peer		peer;
@@ -1305,6 +1471,7 @@ struct ServiceRows
 	uint64		pending_length;
 	uint64		pending_records;	/* ... the PUT's totals once taken */
 	uint64		pending_bytes;
+	uint64		pending_position;	/* ... the GET's place in the slot */
 	bool		counted;		/* in the GPU's in_flight */
 	bool		given_back;		/* the service gave its GPU memory back */
 	char	   *mapping;		/* the staging mapping its slot lies in, or
@@ -1319,6 +1486,8 @@ struct ServiceRows
 	uint64		token;
 	uint64		generation;
 	ServiceRowsShared *room;
+	ServiceRowsShared *shared;	/* the opener's, where attached ones report */
+	RowsCheck	check;
 };
 
 /* An attached connection takes room for this much at a time. */
@@ -1501,6 +1670,33 @@ submit_rows(ServiceRows *rows, gs_message *message, int file_fd, char *why, size
 	return true;
 }
 
+/* The check of the job's rows, at a fresh random point (the opener's) or
+ * at the shared one (an attached connection's). */
+static bool
+start_check(ServiceRows *rows, int nkeys, uint32 descending_mask, uint32 nulls_first_mask,
+			const ServiceRowsShared *shared)
+{
+	RowsCheck  *check = &rows->check;
+
+	memset(check, 0, sizeof(*check));
+	if (shared != NULL)
+		memcpy(&check->point, shared->check_point, sizeof(check->point));
+	else
+	{
+		uint8		random[24];
+
+		if (!pg_strong_random(random, sizeof(random)))
+			return false;
+		gs_fingerprint_point_make(&check->point, random);
+	}
+	check->nkeys = nkeys;
+	check->descending_mask = descending_mask;
+	check->nulls_first_mask = nulls_first_mask;
+	check->sent = check->expected = check->received = 1;
+	check->reading = true;
+	return true;
+}
+
 /*
  * Asks for room for about `capacity_bytes` of records (less where a
  * quarter of the GPU's budget, the per-sort cap or the session's cap, with
@@ -1582,13 +1778,19 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	rows->token = message.token;
 	rows->capacity_bytes = capacity_bytes;
 	rows->max_records = max_records;
+	if (!start_check(rows, nkeys, message.descending_mask, message.nulls_first_mask, NULL))
+	{
+		snprintf(why, why_size, "no random numbers to check the rows with");
+		service_rows_close(rows);
+		return NULL;
+	}
 	return rows;
 }
 
 /* What attached connections need to find a shared job (in the parallel
  * query's shared memory), with all of its room still free. */
 void
-service_rows_share(const ServiceRows *rows, ServiceRowsShared *into)
+service_rows_share(ServiceRows *rows, ServiceRowsShared *into)
 {
 	memset(into, 0, sizeof(*into));
 	into->gpu = rows->gpu;
@@ -1598,6 +1800,12 @@ service_rows_share(const ServiceRows *rows, ServiceRowsShared *into)
 	into->max_records = rows->max_records;
 	pg_atomic_init_u64(&into->bytes_taken, 0);
 	pg_atomic_init_u64(&into->records_taken, 0);
+	StaticAssertStmt(sizeof(into->check_point) == sizeof(gs_fingerprint_point),
+					 "a fingerprint point is three words");
+	memcpy(into->check_point, &rows->check.point, sizeof(into->check_point));
+	into->nkeys = rows->check.nkeys;
+	pg_atomic_init_u64(&into->sent_fingerprint, 1);
+	rows->shared = into;
 }
 
 /*
@@ -1628,6 +1836,7 @@ service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size)
 		return NULL;
 	rows->token = shared->token;
 	rows->room = shared;
+	start_check(rows, shared->nkeys, 0, 0, shared);
 	return rows;
 }
 
@@ -1697,8 +1906,14 @@ service_rows_detach(ServiceRows *rows)
 {
 	if (rows->room != NULL)
 	{
+		uint64		before = pg_atomic_read_u64(&rows->room->sent_fingerprint);
+
 		pg_atomic_fetch_sub_u64(&rows->room->bytes_taken, rows->capacity_bytes - rows->bytes);
 		pg_atomic_fetch_sub_u64(&rows->room->records_taken, rows->max_records - rows->records);
+		/* what this connection sent joins what the others did */
+		while (!pg_atomic_compare_exchange_u64(&rows->room->sent_fingerprint, &before,
+											   gs_fingerprint_combine(before, rows->check.sent)))
+			;
 		rows->room = NULL;
 	}
 	service_rows_close(rows);
@@ -1711,6 +1926,10 @@ service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes)
 {
 	rows->records = records;
 	rows->bytes = bytes;
+	if (rows->shared != NULL)
+		rows->check.expected =
+			gs_fingerprint_combine(rows->check.sent,
+								   pg_atomic_read_u64(&rows->shared->sent_fingerprint));
 }
 
 /* The slot: where the caller lays out a batch for service_rows_append(). */
@@ -1787,6 +2006,16 @@ service_rows_wait(ServiceRows *rows)
 		set_error("the GPU service answered another request than the sort's");
 		return false;
 	}
+	if (pending == GS_MSG_GET &&
+		!check_returned(&rows->check, rows->slot + rows->pending_position, rows->pending_offset,
+						rows->pending_length, rows->bytes))
+	{
+		ereport(LOG,
+				(errmsg("gpusort: the GPU service's process for GPU %d returned rows that fail "
+						"their check: %s", rows->gpu, last_error)));
+		pg_atomic_fetch_add_u64(&gpu_service->gpus[rows->gpu].counters.errors, 1);
+		return false;
+	}
 	if (message.given_back && !rows->given_back)
 	{
 		rows->given_back = true;
@@ -1828,6 +2057,7 @@ rows_request(ServiceRows *rows, gs_message_type type, uint64 slot_position, uint
 	rows->pending = type;
 	rows->pending_offset = offset;
 	rows->pending_length = length;
+	rows->pending_position = slot_position;
 	return true;
 }
 
@@ -1839,9 +2069,10 @@ rows_request(ServiceRows *rows, gs_message_type type, uint64 slot_position, uint
 bool
 service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uint64 bytes)
 {
-	if (!gs_range_within(slot_position, bytes, rows->slot_bytes))
+	if (!gs_range_within(slot_position, bytes, rows->slot_bytes) ||
+		!check_batch(&rows->check, rows->slot + slot_position, bytes, records))
 	{
-		set_error("a batch of rows beyond the slot");
+		set_error("a batch of rows beyond the slot, or not framed as records");
 		return false;
 	}
 	reserve_file(rows, rows->bytes + bytes);
@@ -1881,6 +2112,8 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 		return false;
 	/* a shared job's file holds every share's rows if given back */
 	reserve_file(rows, rows->bytes);
+	if (rows->shared == NULL)
+		rows->check.expected = rows->check.sent;
 	memset(&message, 0, sizeof(message));
 	if (!send_message(&rows->peer, &message, GS_MSG_RUN, -1) ||
 		!rows_reply(rows, &message, GS_MSG_DONE))

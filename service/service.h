@@ -154,9 +154,14 @@ typedef struct ServiceRowsShared
 	uint64		max_records;
 	pg_atomic_uint64 bytes_taken;
 	pg_atomic_uint64 records_taken;
+	/* the check of the rows returned (client.c): the opener's point, the
+	 * key count, and the fingerprint of what the attached ones sent */
+	uint64		check_point[3];
+	int			nkeys;
+	pg_atomic_uint64 sent_fingerprint;
 } ServiceRowsShared;
 
-extern void service_rows_share(const ServiceRows *rows, ServiceRowsShared *into);
+extern void service_rows_share(ServiceRows *rows, ServiceRowsShared *into);
 extern ServiceRows *service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size);
 extern void service_rows_detach(ServiceRows *rows);
 extern void service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes);

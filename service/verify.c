@@ -100,3 +100,26 @@ gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint64_t product, con
 	}
 	return chain;
 }
+
+uint64_t
+gs_fingerprint_add_words(const gs_fingerprint_point *point, uint64_t product,
+						 const uint64_t *words, int nwords)
+{
+	uint64_t	x = 0;
+	uint64_t	power = 1;
+
+	for (int i = 0; i < nwords; i++)
+	{
+		x = reduce(x + multiply(words[i] & 0xffffffffu, power));
+		power = multiply(power, point->s);
+		x = reduce(x + multiply(words[i] >> 32, power));
+		power = multiply(power, point->s);
+	}
+	return multiply(reduce(product), point->r >= x ? point->r - x : point->r + FIELD_PRIME - x);
+}
+
+uint64_t
+gs_fingerprint_combine(uint64_t a, uint64_t b)
+{
+	return multiply(reduce(a), reduce(b));
+}

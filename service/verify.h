@@ -51,4 +51,17 @@ extern uint64_t gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint6
 										size_t first, size_t count, uint64_t max_key,
 										uint64_t *taken);
 
+/*
+ * The fingerprint of one more record (a rows job's: its length, keys and
+ * NULL flags, as words): the words' 32-bit halves as the coefficients of a
+ * polynomial in the point's s, and the factor r minus its value. Records
+ * that differ in any word differ as polynomials, so the bound above holds
+ * with 2 n nwords / p.
+ */
+extern uint64_t gs_fingerprint_add_words(const gs_fingerprint_point *point, uint64_t product,
+										 const uint64_t *words, int nwords);
+
+/* Two fingerprints' product: that of the two multisets together. */
+extern uint64_t gs_fingerprint_combine(uint64_t a, uint64_t b);
+
 #endif							/* GPUSORT_SERVICE_VERIFY_H */

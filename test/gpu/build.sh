@@ -31,6 +31,6 @@ for p in $pids; do wait $p; done
 $NVCC $NVCC_FLAGS -Ikernels -o bench/bench_kernels bench/bench_kernels.cu $OBJS -ldl -lpthread -lrt &
 bench_pid=$!
 $CC $UNIT_CFLAGS -I"$CUDA_HOME/include" -o test/gpu/check_gpu test/gpu/check_gpu.c $ENGINE_SRCS $OBJS $CUDA_LIBS -lm
-$CC $UNIT_CFLAGS -o test/unit/test_engine test/unit/test_engine.c $ENGINE_SRCS $OBJS $CUDA_LIBS -lm
+$CC $UNIT_CFLAGS -o test/unit/test_engine test/unit/test_engine.c $ENGINE_SRCS service/verify.c $OBJS $CUDA_LIBS -lm
 wait $bench_pid
 echo "built: $OBJS test/gpu/check_gpu test/unit/test_engine bench/bench_kernels"

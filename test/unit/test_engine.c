@@ -11,6 +11,7 @@
  */
 #include "../../engine/gpusort_engine.h"
 #include "../../kernels/gpu_api.h"
+#include "../../service/verify.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -791,6 +792,113 @@ test_host_cache(void)
 	gpu_host_free(small);
 }
 
+/*
+ * The fingerprints the GPU service's client proves results with
+ * (service/verify.c): a permutation of keys and rows agrees with its
+ * input; any change of one key, of one row number, of which row a key
+ * goes with, a lost or doubled element, or another part than the one
+ * asked for does not.
+ */
+static void
+test_fingerprints(void)
+{
+	enum
+	{
+		N = 1000
+	};
+	gs_fingerprint_point point;
+	uint8_t		random[24];
+	uint64_t	keys[N],
+				out_keys[N];
+	uint32_t	keys4[N],
+				rows[N];
+
+	for (int i = 0; i < 24; i++)
+		random[i] = (uint8_t) next_random();
+	gs_fingerprint_point_make(&point, random);
+	for (int i = 0; i < N; i++)
+	{
+		keys[i] = next_random() % 50;	/* duplicates */
+		keys4[i] = (uint32_t) keys[i];
+		rows[i] = (uint32_t) i;
+	}
+	/* a shuffle of (key, row) pairs */
+	for (int i = N - 1; i > 0; i--)
+	{
+		int			j = (int) (next_random() % (uint64_t) (i + 1));
+		uint32_t	r = rows[i];
+
+		rows[i] = rows[j];
+		rows[j] = r;
+	}
+	for (int i = 0; i < N; i++)
+		out_keys[i] = keys[rows[i]];
+
+	{
+		uint64_t	input = gs_fingerprint_add(&point, 1, keys, 8, true, NULL, 0, N);
+		uint64_t	output = gs_fingerprint_add(&point, 1, out_keys, 8, true, rows, 0, N);
+		uint64_t	pieces = 1;
+
+		CHECK(input == output, "fingerprint: a permutation differs from its input");
+		for (int first = 0; first < N; first += 97)
+			pieces = gs_fingerprint_add(&point, pieces, out_keys, 8, true, rows, first,
+										first + 97 < N ? 97 : N - first);
+		CHECK(pieces == output, "fingerprint: in pieces it differs from at once");
+
+		out_keys[5] ^= (uint64_t) 1 << 40;	/* a high bit of one key */
+		CHECK(gs_fingerprint_add(&point, 1, out_keys, 8, true, rows, 0, N) != input,
+			  "fingerprint: a changed key goes unseen");
+		out_keys[5] ^= (uint64_t) 1 << 40;
+		{
+			uint32_t	r = rows[3];	/* two rows swap their keys' rows */
+
+			rows[3] = rows[4];
+			rows[4] = r;
+			CHECK(keys[rows[3]] == keys[rows[4]] ||
+				  gs_fingerprint_add(&point, 1, out_keys, 8, true, rows, 0, N) != input,
+				  "fingerprint: keys paired with other rows go unseen");
+			rows[4] = rows[3];	/* one row twice, one lost */
+			CHECK(gs_fingerprint_add(&point, 1, out_keys, 8, true, rows, 0, N) != input,
+				  "fingerprint: a doubled row goes unseen");
+		}
+		CHECK(gs_fingerprint_add(&point, 1, keys4, 4, false, NULL, 0, N) ==
+			  gs_fingerprint_add(&point, 1, keys, 8, false, NULL, 0, N),
+			  "fingerprint: 4- and 8-byte keys of one value differ");
+	}
+	{
+		/* the part up to a key: the same elements as the keys up to it */
+		uint64_t	taken = 0;
+		uint64_t	part = gs_fingerprint_add_upto(&point, 1, keys, 8, false, 0, N, 20, &taken);
+		uint64_t	expected = 1;
+		uint64_t	count = 0;
+
+		for (int i = 0; i < N; i++)
+			if (keys[i] <= 20)
+			{
+				expected = gs_fingerprint_add(&point, expected, keys, 8, false, NULL, i, 1);
+				count++;
+			}
+		CHECK(part == expected && taken == count, "fingerprint: a part up to a key differs");
+		CHECK(gs_fingerprint_add_upto(&point, 1, keys, 8, false, 0, N, 21, &taken) != part ||
+			  count == taken, "fingerprint: a larger part goes unseen");
+	}
+	{
+		/* records: any changed word, and the order of records, as multisets */
+		uint64_t	a[4] = {40, 0, 7, 9},
+					b[4] = {40, 0, 7, 10},
+					c[4] = {48, 0, 7, 9};
+		uint64_t	ab = gs_fingerprint_add_words(&point, gs_fingerprint_add_words(&point, 1, a, 4), b, 4);
+		uint64_t	ba = gs_fingerprint_add_words(&point, gs_fingerprint_add_words(&point, 1, b, 4), a, 4);
+		uint64_t	ac = gs_fingerprint_add_words(&point, gs_fingerprint_add_words(&point, 1, a, 4), c, 4);
+
+		CHECK(ab == ba, "fingerprint: records in another order differ");
+		CHECK(ab != ac, "fingerprint: a record's changed length goes unseen");
+		CHECK(gs_fingerprint_combine(gs_fingerprint_add_words(&point, 1, a, 4),
+									 gs_fingerprint_add_words(&point, 1, b, 4)) == ab,
+			  "fingerprint: two parts combined differ from the whole");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -812,6 +920,7 @@ main(int argc, char **argv)
 	test_minmax();
 	test_interruption();
 	test_devices_and_errors();
+	test_fingerprints();
 	if (gpu_too && info.usable)
 	{
 		test_gpu_rows();
