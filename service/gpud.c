@@ -53,7 +53,10 @@
  * job take at least that long (queueing and cancellation tests), and
  * GPUSORT_SERVICE_EMULATE_FAIL_N=<n> makes every sort of exactly n keys fail
  * as a GPU error would (GPUSORT_SERVICE_EMULATE_FAIL_STICKY=1: one that
- * breaks the context).
+ * breaks the context); GPUSORT_SERVICE_EMULATE_WRONG=1 makes the results
+ * wrong, as a faulty GPU or an impostor might (a sort's first key takes
+ * its second's value; a rows job's first record read back gets another
+ * key), so the tests see the clients' checks catch it.
  */
 #define _GNU_SOURCE
 #include "protocol.h"
@@ -109,6 +112,7 @@ static struct
 	unsigned	emulate_delay_ms;
 	unsigned	emulate_fail_n;
 	bool		emulate_fail_sticky;
+	bool		emulate_wrong;
 	char	   *staging;
 	int			staging_fd;
 	gs_status_page *status;		/* the worker's page (protocol.h) */
@@ -640,6 +644,8 @@ run_emulated(gs_message *job, char *area, int *client_fd, gs_message *done)
 	else
 		request.algorithm = engine_algorithm(job->algorithm);
 	status = gs_sort(&request, &report);
+	if (status == GS_OK && service.emulate_wrong && job->n >= 2)
+		memcpy(area, area + job->key_bytes, job->key_bytes);
 	if (status == GS_OK && job->kind == GS_JOB_APPROX)
 	{
 		done->valid_outputs = report.valid_outputs;
@@ -1477,7 +1483,11 @@ rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length,
 			return GPU_INVALID;
 	}
 	else if (rows->host != NULL)
+	{
 		memcpy(slot, rows->host + offset, length);
+		if (service.emulate_wrong && offset == 0 && length >= sizeof(uint32_t) + sizeof(uint64_t))
+			slot[sizeof(uint32_t)] ^= 1;	/* the first record's first key */
+	}
 	else if ((status = gpu_rows_read(rows->device, offset, slot, length)) != GPU_OK)
 		snprintf(message, message_size, "%s", gpu_last_error());
 	return status;
@@ -1964,6 +1974,13 @@ out:
  * ------------------------------------------------------------------------ */
 
 static void
+quit_now(int signal_number)
+{
+	(void) signal_number;
+	_exit(0);
+}
+
+static void
 usage(void)
 {
 	fprintf(stderr,
@@ -1995,6 +2012,7 @@ probe_device(void)
 		service.emulate_delay_ms = env_number("GPUSORT_SERVICE_EMULATE_DELAY_MS");
 		service.emulate_fail_n = env_number("GPUSORT_SERVICE_EMULATE_FAIL_N");
 		service.emulate_fail_sticky = env_number("GPUSORT_SERVICE_EMULATE_FAIL_STICKY") > 0;
+		service.emulate_wrong = env_number("GPUSORT_SERVICE_EMULATE_WRONG") > 0;
 		memset(d, 0, sizeof(*d));
 		d->usable = true;
 		snprintf(d->name, sizeof(d->name), "emulated GPU %d (the CPU engine)", service.gpu_index);
@@ -2167,6 +2185,10 @@ main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	/* the postmaster's immediate stop reaches this process too (the
+	 * worker's process group): leave at once, without a core file in the
+	 * data directory */
+	signal(SIGQUIT, quit_now);
 	map_status_page();
 	service.generation = ((uint64_t) getpid() << 32) | (uint32_t) time(NULL);
 

@@ -491,10 +491,13 @@ make_socket(char *name)
 static int
 make_status_page(gs_status_page **page)
 {
-	int			fd = memfd_create("gpusort-status", MFD_CLOEXEC);
+	int			fd = memfd_create("gpusort-status", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	void	   *mapped;
 
-	if (fd < 0 || ftruncate(fd, STATUS_PAGE_BYTES) != 0)
+	/* sealed at its size: the child cannot shrink it under the worker's
+	 * mapping (a SIGBUS here would restart the server) */
+	if (fd < 0 || ftruncate(fd, STATUS_PAGE_BYTES) != 0 ||
+		fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
 	{
 		ereport(LOG, (errmsg("gpusort GPU service: cannot make a status page: %m")));
 		if (fd >= 0)
