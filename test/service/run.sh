@@ -468,6 +468,28 @@ check "gpusort_stats of SQL version 1.1 (17 columns), then 1.3 after ALTER EXTEN
 psql_q -d gs_old -c "DROP EXTENSION gpusort" -c "DROP ROLE gs_monitor" > /dev/null
 check "no job left when the reader ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
+limited_cursors_def=("BEGIN;"
+  "DECLARE c1 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;"
+  "DECLARE c2 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id > 15000 AND id <= 30000 ORDER BY k, id;"
+  "DECLARE c3 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id > 30000 AND id <= 45000 ORDER BY k, id;"
+  "FETCH 1 FROM c1;" "FETCH 1 FROM c2;" "FETCH 1 FROM c3;")
+limited_rest_def=("FETCH ALL FROM c1;" "FETCH ALL FROM c2;" "FETCH ALL FROM c3;" "COMMIT;")
+# Idle rows jobs give their memory back together: three cursors' jobs, no
+# one of which frees enough, give theirs to a sort that needs all of it
+log_before=$(wc -l < "$workdir/server.log")
+printf '%s\n' "$spill" "${limited_cursors_def[@]}" "SELECT gs_sleep_until_told('together');" \
+  "${limited_rest_def[@]}" | psql_q > "$workdir/slow_together.out" &
+reader_pid=$!
+wait_for_sleeping_reader
+together=$(psql_q -c "SET gpusort.queue_timeout = '20s'; $big_sort" | tail -n 1)
+tell_reader together
+wait "$reader_pid"
+check "three idle rows jobs gave their memory back together, and the sort ran" "6500000|t 3" \
+  "$together $(tail -n +"$((log_before + 1))" "$workdir/server.log" | grep -c "gave its .* MB of GPU memory to a waiting job")"
+check "and the cursors read PostgreSQL's rows in PostgreSQL's order" \
+  "$(printf '%s\n' "$spill" "SET gpusort.enabled = off;" "${limited_cursors_def[@]}" "${limited_rest_def[@]}" | psql_q | grep -v -e '^$' -e '^SET$' | md5sum)" \
+  "$(grep -v -e '^$' -e '^SET$' "$workdir/slow_together.out" | md5sum)"
+
 # Give-back files are the session's own temporary files: three cursors of
 # 15000 rows (1.4 MB in the service) each under a 4 MB temp_file_limit
 # grow their files to 2.8 MB together; the third cursor's stays empty, so
@@ -476,12 +498,8 @@ check "no job left when the reader ended" "0" \
 # pg_stat_database.temp_bytes counts them.
 temp_before=$(psql_q -c "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()")
 log_before=$(wc -l < "$workdir/server.log")
-limited_cursors=("BEGIN;"
-  "DECLARE c1 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;"
-  "DECLARE c2 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id > 15000 AND id <= 30000 ORDER BY k, id;"
-  "DECLARE c3 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id > 30000 AND id <= 45000 ORDER BY k, id;"
-  "FETCH 1 FROM c1;" "FETCH 1 FROM c2;" "FETCH 1 FROM c3;")
-limited_rest=("FETCH ALL FROM c1;" "FETCH ALL FROM c2;" "FETCH ALL FROM c3;" "COMMIT;")
+limited_cursors=("${limited_cursors_def[@]}")
+limited_rest=("${limited_rest_def[@]}")
 big_sort_beside_reader limited "SET statement_timeout = '5s';" "$spill" \
   "SET temp_file_limit = '4MB';" "SET log_temp_files = 0;" "${limited_cursors[@]}" \
   "SELECT gs_sleep_until_told('limited');" "${limited_rest[@]}"
@@ -632,6 +650,28 @@ check "and restarts the GPU's process, as a device fault" "1" \
   "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_restarts'")"
 grep -q "a GPU failure left the GPU unusable: an emulated GPU failure" "$workdir/server.log" \
   && ok "the log says the context was broken" || bad "the log says the context was broken"
+
+echo "== a result that fails its check is never used"
+# the emulated GPU returns wrong results: a sort's first key changed, a
+# rows job's first record read back with another key
+export GPUSORT_SERVICE_EMULATE_WRONG=1
+start_server gpusort 100 1 0
+unset GPUSORT_SERVICE_EMULATE_WRONG
+out=$(psql_q -c "\\set VERBOSITY verbose" -c "$fail_sort")
+case "$out" in *"WARNING:  01000: GPU sort failed; sorted on the CPU instead"*"returned a result that is not the sort asked for"*"123457|t") ok "under auto a wrong array sort is not used: the CPU sorts it";;
+  *) bad "under auto a wrong array sort is not used: the CPU sorts it" "$out";; esac
+out=$(psql_q -c "SET gpusort.device = gpu; $fail_sort")
+case "$out" in *"ERROR:  GPU sort failed: the GPU service returned a result that is not the sort asked for"*) ok "under gpu it is an error";;
+  *) bad "under gpu it is an error" "$out";; esac
+check "an ORDER BY within work_mem still returns PostgreSQL's rows" \
+  "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t WHERE id <= 50000 ORDER BY k, id" | md5sum)" \
+  "$(psql_q -c "SET work_mem = '64MB'; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.spill_to_gpu = off; SELECT * FROM rows_t WHERE id <= 50000 ORDER BY k, id" 2>/dev/null | grep -v -e '^WARNING' -e '^DETAIL' -e '^HINT' | md5sum)"
+out=$(psql_q -c "$spill SELECT count(*) FROM (SELECT * FROM rows_t ORDER BY k, id) s")
+case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond work_mem"*"DETAIL:  the GPU service returned "*) ok "a sort beyond work_mem whose rows come back wrong fails: $(echo "$out" | grep DETAIL)";;
+  *) bad "a sort beyond work_mem whose rows come back wrong fails" "$out";; esac
+grep -q "returned a result that is not the sort asked for; it was not used" "$workdir/server.log" &&
+  grep -q "returned rows that fail their check" "$workdir/server.log" \
+  && ok "the log says so of both" || bad "the log says so of both"
 
 echo "== a gpusort-gpud that stops answering is replaced"
 start_server gpusort 100 1 3000
