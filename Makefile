@@ -77,8 +77,14 @@ endif
 EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs regression.out \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
 
+# the release: META.json's version (make dist's archive; on PostgreSQL 18
+# also the module's, in its magic block). The Makefile's folder is the
+# source tree's, also in a VPATH build; PGXS fixes CPPFLAGS when included.
+DIST_VERSION := $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' \
+	$(dir $(firstword $(MAKEFILE_LIST)))META.json)
+
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/engine -I$(srcdir)/kernels -I$(srcdir)/service \
-	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG)
+	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) -DGPUSORT_VERSION='"$(DIST_VERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -197,7 +203,6 @@ clean-gpu:
 # gpusort-<version>.zip, version from META.json: git archive of the committed
 # tree (HEAD) under gpusort-<version>/, so no build product can slip in;
 # .gitattributes marks what stays out (CI plumbing).
-DIST_VERSION = $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(srcdir)/META.json)
 .PHONY: dist
 dist:
 	@test -n "$(DIST_VERSION)" || { echo "no top-level version in META.json" >&2; exit 1; }

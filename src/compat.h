@@ -34,6 +34,19 @@
 #error "gpusort supports PostgreSQL 15 and 18"
 #endif
 
+/* ---- the module ---- */
+
+/*
+ * The module's magic block. 18's can name the module and its version
+ * (GPUSORT_VERSION, META.json's, from the Makefile), which
+ * pg_get_loaded_modules() shows: which gpusort a backend has loaded.
+ */
+#if PG_VERSION_NUM >= 180000
+#define GPUSORT_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gpusort", .version = GPUSORT_VERSION)
+#else
+#define GPUSORT_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
 /* ---- executor hooks ---- */
 
 /*

@@ -23,7 +23,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-PG_MODULE_MAGIC;
+GPUSORT_MODULE_MAGIC;
 
 bool		gpusort_enabled = true;
 int			gpusort_device = GS_DEVICE_AUTO;
