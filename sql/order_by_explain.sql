@@ -109,6 +109,19 @@ BEGIN
   END LOOP;
 END $$;
 SELECT explain_lines('SELECT * FROM e ORDER BY k') AS plan;
+-- PostgreSQL 18 also takes the setting for one EXPLAIN, as the option
+-- GPUSORT_DETAILS (15 has no EXPLAIN options of extensions: true there)
+CREATE FUNCTION details_shown(options text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN EXISTS (SELECT FROM explain_stable('SELECT * FROM e ORDER BY k', 'ANALYZE, ' || options) line
+                 WHERE line ~ '^ *Memory: ');
+END $$;
+SELECT CASE WHEN current_setting('server_version_num')::int < 180000 THEN true
+            ELSE NOT details_shown('GPUSORT_DETAILS off') END AS option_hides_details;
+SET gpusort.explain_details = off;
+SELECT CASE WHEN current_setting('server_version_num')::int < 180000 THEN true
+            ELSE details_shown('GPUSORT_DETAILS') AND NOT details_shown('GPUSORT_DETAILS false')
+       END AS option_shows_details;
 RESET gpusort.explain_details;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;

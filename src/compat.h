@@ -16,6 +16,8 @@
 #include "access/heapam.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
+#include "commands/defrem.h"
+#include "commands/explain.h"
 #include "access/syncscan.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
@@ -126,6 +128,48 @@ gpusort_cost_sort(Path *sort, PlannerInfo *root, List *pathkeys, const Path *inp
 	cost_sort(sort, root, pathkeys, input->total_cost, input->rows,
 			  input->pathtarget->width, 0.0, sort_mem, limit_tuples);
 #endif
+}
+
+/* ---- EXPLAIN options of gpusort's own ---- */
+
+/*
+ * 18 lets an extension add EXPLAIN options. gpusort adds one, the boolean
+ * GPUSORT_DETAILS: gpusort.explain_details for one EXPLAIN, as in
+ * EXPLAIN (ANALYZE, GPUSORT_DETAILS off). _PG_init registers it, so it
+ * exists where the module is loaded; 15 has no such options. Its value
+ * lives in the EXPLAIN's state under the extension name "gpusort" (the id
+ * is looked up each time: GetExplainExtensionId() returns the same one).
+ */
+#if PG_VERSION_NUM >= 180000
+static inline void
+gpusort_explain_details_option(ExplainState *es, DefElem *option, ParseState *pstate)
+{
+	bool	   *details = palloc(sizeof(bool));
+
+	*details = defGetBoolean(option);
+	SetExplainExtensionState(es, GetExplainExtensionId("gpusort"), details);
+}
+#endif
+
+static inline void
+gpusort_explain_options_init(void)
+{
+#if PG_VERSION_NUM >= 180000
+	RegisterExtensionExplainOption("gpusort_details", gpusort_explain_details_option);
+#endif
+}
+
+/* Whether this EXPLAIN shows the details: the option where given, else `setting`. */
+static inline bool
+gpusort_explain_details_wanted(ExplainState *es, bool setting)
+{
+#if PG_VERSION_NUM >= 180000
+	bool	   *details = GetExplainExtensionState(es, GetExplainExtensionId("gpusort"));
+
+	if (details != NULL)
+		return *details;
+#endif
+	return setting;
 }
 
 /* ---- reading a heap table's pages (table_pages.c) ---- */

@@ -150,4 +150,5 @@ _PG_init(void)
 
 	gpusort_executor_init();
 	gpusort_planner_init();
+	gpusort_explain_options_init();
 }
