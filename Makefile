@@ -30,7 +30,7 @@ GLUE_OBJS = src/gpusort.o src/errors.o src/types.o src/array_functions.o \
 	src/tuple_former.o src/table_pages.o src/worker_reports.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
-SERVICE_OBJS = service/worker.o service/client.o
+SERVICE_OBJS = service/worker.o service/client.o service/verify.o
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
 GPUD = service/gpusort-gpud
 
@@ -77,14 +77,22 @@ endif
 EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs regression.out \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
 
+# The build a backend and gpusort-gpud check they share (service/protocol.h):
+# the SQL version and a digest of the service's sources, so that a package
+# upgraded under a running server is refused, not misread. (PGXS takes
+# PG_CPPFLAGS as it is included, before it sets srcdir: the sources are
+# found beside this Makefile.)
+gpusort_top := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
+GPUSORT_SQL_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(gpusort_top)/gpusort.control)
+GPUSORT_BUILD := $(GPUSORT_SQL_VERSION)-$(shell cat $(gpusort_top)/service/protocol.h \
+	$(gpusort_top)/service/gpud.c $(gpusort_top)/service/client.c | md5sum | cut -c1-12)
+BUILD_FLAG = -DGPUSORT_BUILD='"$(GPUSORT_BUILD)"'
 # the release: META.json's version (make dist's archive; on PostgreSQL 18
-# also the module's, in its magic block). The Makefile's folder is the
-# source tree's, also in a VPATH build; PGXS fixes CPPFLAGS when included.
-DIST_VERSION := $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' \
-	$(dir $(firstword $(MAKEFILE_LIST)))META.json)
+# also the module's, in its magic block: src/compat.h)
+DIST_VERSION := $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(gpusort_top)/META.json)
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/engine -I$(srcdir)/kernels -I$(srcdir)/service \
-	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) -DGPUSORT_VERSION='"$(DIST_VERSION)"'
+	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) $(BUILD_FLAG) -DGPUSORT_VERSION='"$(DIST_VERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -96,6 +104,9 @@ with_llvm = no
 endif
 
 include $(PGXS)
+
+SERVICE_SOURCES = $(srcdir)/service/protocol.h $(srcdir)/service/gpud.c $(srcdir)/service/client.c
+service/client.o service/worker.o: $(SERVICE_SOURCES) $(srcdir)/gpusort.control
 
 # kernels/ in the source tree: "kernels" in an in-tree build (PGXS sets
 # srcdir to "./" there; make's names have no "./", and the pattern rule
@@ -115,10 +126,10 @@ endif
 # GPU in the service's test mode) and cudart, linked statically.
 ENGINE_SRCS_ABS = $(addprefix $(srcdir)/, $(ENGINE_OBJS:.o=.c))
 all: $(GPUD)
-$(GPUD): $(srcdir)/service/gpud.c $(srcdir)/service/protocol.h $(ENGINE_SRCS_ABS) \
+$(GPUD): $(SERVICE_SOURCES) $(srcdir)/gpusort.control $(ENGINE_SRCS_ABS) \
 		$(wildcard $(srcdir)/engine/*.h $(srcdir)/kernels/*.h) $(CUDA_OBJS)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -pthread -I$(srcdir)/engine -I$(srcdir)/kernels \
-		-o $@ $(srcdir)/service/gpud.c $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
+		$(BUILD_FLAG) -o $@ $(srcdir)/service/gpud.c $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
 install: install-gpud
 .PHONY: install-gpud
 install-gpud: $(GPUD)

@@ -14,6 +14,10 @@
 #   bench/device_run.sh matrix        # bench/sql_matrix.sh (ROWS, WORK_MEMS,
 #                                     # WORKERS, SHAPES, REPEAT, REUSE_TABLE)
 #   bench/device_run.sh sql FILE      # psql -f FILE
+#   bench/device_run.sh chaos         # test/service/chaos.sh on the GPU, for
+#                                     # GPUSORT_CHAOS_SECONDS (600), in the
+#                                     # background: it outlives the call
+#   bench/device_run.sh chaos-wait    # waits for it, its logs to $OUT
 #
 # Each mode installs the built files into the portable PostgreSQL of
 # .device-carry/pg-on-gpu.sh, starts that server with gpusort preloaded (so
@@ -54,6 +58,14 @@ fi
 
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+
+if [ "$mode" = chaos-wait ]; then
+  while pgrep -f "test/service/chaos.sh" > /dev/null; do sleep 2; done
+  cp /tmp/gpusort-chaos.log /tmp/gpusort-chaos-server.log "$OUT/" 2>/dev/null
+  grep -v -E "^  [0-9:]+ " /tmp/gpusort-chaos.log | tail -n 30
+  echo "disturbances: $(grep -c -E "^  [0-9:]+ " /tmp/gpusort-chaos.log)"
+  exit
+fi
 # shellcheck disable=SC1091
 source .device-carry/pg-on-gpu.sh > "$OUT/pg_setup.log" 2>&1
 # the sources are older than the built files, so make installs without building
@@ -83,9 +95,18 @@ case "$mode" in
     tail -n 1 "$OUT/unit_gpu.log"
     GPUSORT_TEST_USER=pgrun GPUSORT_TEST_OPTIONS="-c gpusort.device=gpu" \
       GPUSORT_FUZZ_DEVICE=gpu GPUSORT_TEST_LOG_COPY="$OUT/server.log" PG_CONFIG="$PG_CONFIG" \
-      GPUSORT_SERVICE_TEST=0 timeout 480 test/run_tests.sh > "$OUT/run_tests.log" 2>&1
+      GPUSORT_SERVICE_TEST=0 GPUSORT_CHAOS_SECONDS=0 timeout 480 test/run_tests.sh \
+      > "$OUT/run_tests.log" 2>&1
     grep -E "^(test |==|fuzz|ok|not ok|[0-9]+ passed)|terminated by signal" "$OUT/run_tests.log" | tail -n 60
     [ -f regression.diffs ] && cp regression.diffs "$OUT/"
+    ;;
+  chaos)
+    # a session of its own (setsid), so that it outlives this call
+    setsid env GPUSORT_TEST_USER=pgrun GPUSORT_CHAOS_REAL_GPU=1 \
+      GPUSORT_CHAOS_SECONDS="${GPUSORT_CHAOS_SECONDS:-600}" PG_CONFIG="$PG_CONFIG" \
+      GPUSORT_KEEP_LOG=/tmp/gpusort-chaos-server.log \
+      test/service/chaos.sh > /tmp/gpusort-chaos.log 2>&1 < /dev/null &
+    echo "chaos test started (log: /tmp/gpusort-chaos.log)"
     ;;
   matrix)
     chown -R pgrun "$OUT"

@@ -134,6 +134,11 @@ extern gpu_status gpu_device_probe(gpu_device_info *info);
 extern gpu_status gpu_device_count(int *count);
 extern const char *gpu_last_error(void);
 
+/* Whether this process's CUDA context still works, after a job failed: a
+ * sticky error (an illegal address, a trap in a kernel) fails every later
+ * call, and only a new process recovers from it. GPU_OK if it works. */
+extern gpu_status gpu_device_check(void);
+
 extern gpu_status gpu_sort(gpu_sort_job *job, gpu_timing *timing);
 extern gpu_status gpu_approx_sort(gpu_approx_job *job, gpu_timing *timing);
 

@@ -734,6 +734,40 @@ gpu_host_free(void *pointer)
 }
 
 static gpu_status
+device_check()
+{
+	void	   *probe_memory = nullptr;
+	cudaError_t error;
+
+	GS_TRY(ensure_device());
+	error = cudaMalloc(&probe_memory, 256);
+	if (error == cudaErrorMemoryAllocation)
+	{
+		/* full, not broken */
+		cudaGetLastError();
+		return GPU_OK;
+	}
+	if (error == cudaSuccess)
+		error = cudaMemset(probe_memory, 0, 256);
+	if (error == cudaSuccess)
+		error = cudaDeviceSynchronize();
+	if (probe_memory != nullptr)
+	{
+		cudaError_t freed = cudaFree(probe_memory);
+
+		if (error == cudaSuccess)
+			error = freed;
+	}
+	return cuda_failure(error, "the CUDA context after a failed job");
+}
+
+extern "C" gpu_status
+gpu_device_check(void)
+{
+	return guard_entry("gpu_device_check", [&] { return device_check(); });
+}
+
+static gpu_status
 device_count(int *count)
 {
 	cudaError_t error = cudaGetDeviceCount(count);

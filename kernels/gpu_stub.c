@@ -25,6 +25,12 @@ gpu_last_error(void)
 }
 
 gpu_status
+gpu_device_check(void)
+{
+	return GPU_UNAVAILABLE;
+}
+
+gpu_status
 gpu_device_count(int *count)
 {
 	*count = 0;

@@ -4,42 +4,67 @@
  * service: the keys go into a slot of the service's staging area, the job
  * runs in gpusort-gpud, the results come back through the slot.
  *
- * A backend never starts CUDA. Whether a GPU is usable is read from shared
- * memory (the worker publishes it), so planning costs no GPU call at all.
+ * A backend never starts CUDA. Whether a GPU is usable, and where its
+ * process listens, is read from shared memory (the worker publishes it),
+ * so planning costs no GPU call at all.
+ *
+ * Nothing the service says is trusted (protocol.h, "Trust"): a connection
+ * is used only if its peer is the process the worker started, as the
+ * server's user; the staging memfd is mapped only at its real, sealed
+ * size; every offset and length is checked against what it must lie in;
+ * and a result is used only once it is proved a permutation of the input
+ * (verify.h) in the order asked for. Checks run while the GPU works where
+ * they can, and stop for a cancel.
  *
  * Each job is one connection (protocol.h). Waits sleep on the backend's
  * latch and the socket, so statement_timeout and pg_cancel_backend stop a
  * job at once: the client sends CANCEL and leaves; the service stops the
- * job, frees its GPU memory and slot. The caller's buffers are written only
- * after the job succeeded, so any failure (the service refusing, the GPU
- * failing, gpusort-gpud dying mid-job) leaves the input intact and the
+ * job, frees its GPU memory and slot. A wait also ends when the GPU's
+ * process is gone or replaced (the worker restarts one that stops
+ * answering), and admission never waits longer than gpusort.queue_timeout.
+ * The caller's buffers are written only after the job succeeded, so any
+ * failure (the service refusing, the GPU failing, gpusort-gpud dying
+ * mid-job, a result that fails its check) leaves the input intact and the
  * engine can sort on the CPU instead (gpusort.device = auto).
  *
- * Nothing here raises an ERROR: failures are status codes with a message
- * (gpu_last_error()), as the kernels' own API promises.
+ * Nothing here raises an ERROR but the temporary-file layer's own
+ * (temp_file_limit, in service_rows_append and service_rows_sort):
+ * failures are status codes with a message (gpu_last_error()), as the
+ * kernels' own API promises.
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "access/xact.h"
-#include "catalog/pg_tablespace_d.h"
 #include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
 #include "gpusort.h"
 #include "service.h"
+#include "verify.h"
 
 int			gpusort_queue_timeout_ms = 1000;
+int			gpusort_session_gpu_memory_limit_mb = 0;
+
+/* How often a wait on the service looks whether its process is still the
+ * one it talks to. */
+#define LIVENESS_CHECK_MS 1000
+/* The service answers a SUBMIT within the wait it was allowed, and this. */
+#define ADMISSION_ANSWER_MS(wait_ms) ((long) Min((wait_ms), (int64) INT_MAX) + 10000)
+/* Result checks look for a cancel this often (elements). */
+#define CHECK_STRIDE ((size_t) 1 << 20)
 
 static char last_error[512] = "no GPU error";
 
@@ -304,42 +329,131 @@ typedef enum
 	WAIT_TIMED_OUT
 } wait_result;
 
-static int
-connect_to(int gpu)
+/* A connection to one GPU's process: the pid it must be. */
+typedef struct Peer
+{
+	int			fd;
+	int			gpu;
+	pid_t		pid;
+} Peer;
+
+/* Whether GPU `gpu`'s process is still `pid`, and serving. */
+static bool
+peer_alive(const Peer *peer)
+{
+	bool		alive;
+
+	SpinLockAcquire(&gpu_service->mutex);
+	alive = gpu_service->gpus[peer->gpu].pid == peer->pid &&
+		(gpu_service->gpus[peer->gpu].state == GPU_SERVICE_READY ||
+		 gpu_service->gpus[peer->gpu].state == GPU_SERVICE_NO_GPU);
+	SpinLockRelease(&gpu_service->mutex);
+	return alive;
+}
+
+/*
+ * Connects to GPU `gpu`'s process where the worker said it listens, and
+ * makes sure the peer is that process, of the server's user (an impostor
+ * is logged and left). False, and *why, otherwise.
+ */
+static bool
+connect_to(int gpu, Peer *peer, char *why, size_t why_size)
 {
 	struct sockaddr_un address;
-	char		name[64];
+	char		name[GS_SOCKET_NAME_BYTES];
+	GpuServiceState state;
+	struct ucred credentials;
+	socklen_t	credentials_length = sizeof(credentials);
 	size_t		length;
 	int			fd;
 
-	gs_service_socket_name(name, sizeof(name), (int) PostmasterPid, PostPortNumber, gpu);
+	peer->fd = -1;
+	peer->gpu = gpu;
+	SpinLockAcquire(&gpu_service->mutex);
+	state = gpu_service->gpus[gpu].state;
+	peer->pid = gpu_service->gpus[gpu].pid;
+	memcpy(name, gpu_service->gpus[gpu].socket_name, sizeof(name));
+	SpinLockRelease(&gpu_service->mutex);
+	name[sizeof(name) - 1] = '\0';
 	length = strlen(name);
+	if ((state != GPU_SERVICE_READY && state != GPU_SERVICE_NO_GPU) || peer->pid <= 0 ||
+		length == 0)
+	{
+		snprintf(why, why_size, "the GPU service's process for GPU %d is not running", gpu);
+		return false;
+	}
 	memset(&address, 0, sizeof(address));
 	address.sun_family = AF_UNIX;
 	memcpy(address.sun_path + 1, name, length);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *) &address,
+	/* non-blocking: a process too busy to take connections is not waited for */
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 ||
+		connect(fd, (struct sockaddr *) &address,
 				(socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + length)) != 0)
 	{
-		int			save_errno = errno;
-
-		close(fd);
-		errno = save_errno;
-		return -1;
+		snprintf(why, why_size, "cannot reach the GPU service's process for GPU %d: %m", gpu);
+		if (fd >= 0)
+			close(fd);
+		return false;
 	}
-	return fd;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_length) != 0 ||
+		credentials.uid != geteuid() || credentials.pid != peer->pid)
+	{
+		ereport(LOG,
+				(errmsg("gpusort: the socket of GPU %d's service is held by pid %d of uid %d, "
+						"not by the service's process %d: not using it",
+						gpu, (int) credentials.pid, (int) credentials.uid, (int) peer->pid)));
+		snprintf(why, why_size, "the socket of GPU %d's service is held by another process", gpu);
+		close(fd);
+		return false;
+	}
+	if (fcntl(fd, F_SETFL, 0) != 0)
+	{
+		snprintf(why, why_size, "cannot use the GPU service's socket: %m");
+		close(fd);
+		return false;
+	}
+	peer->fd = fd;
+	return true;
 }
 
-static bool
-send_message(int fd, gs_message *message, gs_message_type type)
+static void
+disconnect(Peer *peer)
 {
+	if (peer->fd >= 0)
+		close(peer->fd);
+	peer->fd = -1;
+}
+
+/* Sends a message, with a descriptor (SCM_RIGHTS) if pass_fd >= 0. */
+static bool
+send_message(const Peer *peer, gs_message *message, gs_message_type type, int pass_fd)
+{
+	struct iovec iov = {message, sizeof(*message)};
+	struct msghdr header;
+	char		control[CMSG_SPACE(sizeof(int))];
+
 	message->magic = GS_SERVICE_MAGIC;
 	message->type = type;
+	memset(&header, 0, sizeof(header));
+	header.msg_iov = &iov;
+	header.msg_iovlen = 1;
+	if (pass_fd >= 0)
+	{
+		struct cmsghdr *cmsg;
+
+		memset(control, 0, sizeof(control));
+		header.msg_control = control;
+		header.msg_controllen = sizeof(control);
+		cmsg = CMSG_FIRSTHDR(&header);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
+	}
 	for (;;)
 	{
-		ssize_t		sent = send(fd, message, sizeof(*message), MSG_NOSIGNAL);
+		ssize_t		sent = sendmsg(peer->fd, &header, MSG_NOSIGNAL);
 
 		if (sent == (ssize_t) sizeof(*message))
 			return true;
@@ -349,16 +463,30 @@ send_message(int fd, gs_message *message, gs_message_type type)
 	}
 }
 
+/* The strings of a message from the service, terminated wherever they
+ * were cut. */
+static void
+terminate_strings(gs_message *message)
+{
+	message->build[sizeof(message->build) - 1] = '\0';
+	message->message[sizeof(message->message) - 1] = '\0';
+	message->device.name[sizeof(message->device.name) - 1] = '\0';
+	message->device.reason[sizeof(message->device.reason) - 1] = '\0';
+}
+
 /*
  * Receives one message, sleeping on the latch and the socket. `poll` (the
  * engine's cancel check) is asked after every wake-up; timeout_ms < 0 waits
- * without bound. A descriptor passed along (WELCOME) lands in *passed_fd.
+ * until the message comes, the connection closes, or the peer is no longer
+ * the GPU's process (looked at every LIVENESS_CHECK_MS). A descriptor
+ * passed along (WELCOME) lands in *passed_fd; any other is closed.
  */
 static wait_result
-receive_message(int fd, gs_message *message, gpu_poll_fn poll, void *poll_arg,
+receive_message(const Peer *peer, gs_message *message, gpu_poll_fn poll, void *poll_arg,
 				long timeout_ms, int *passed_fd)
 {
 	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz checked = start;
 
 	for (;;)
 	{
@@ -367,30 +495,38 @@ receive_message(int fd, gs_message *message, gpu_poll_fn poll, void *poll_arg,
 		char		control[CMSG_SPACE(sizeof(int))];
 		ssize_t		got;
 		int			events;
-		long		left = -1;
+		long		left = LIVENESS_CHECK_MS;
+		TimestampTz now;
 
 		memset(&header, 0, sizeof(header));
 		header.msg_iov = &iov;
 		header.msg_iovlen = 1;
 		header.msg_control = control;
 		header.msg_controllen = sizeof(control);
-		got = recvmsg(fd, &header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		got = recvmsg(peer->fd, &header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (got >= 0)
 		{
-			struct cmsghdr *cmsg = CMSG_FIRSTHDR(&header);
+			for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&header); cmsg != NULL;
+				 cmsg = CMSG_NXTHDR(&header, cmsg))
+				if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+				{
+					int			count = (int) ((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 
-			if (cmsg != NULL && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
-			{
-				int			received;
+					for (int i = 0; i < count; i++)
+					{
+						int			received;
 
-				memcpy(&received, CMSG_DATA(cmsg), sizeof(int));
-				if (passed_fd != NULL && *passed_fd < 0)
-					*passed_fd = received;
-				else
-					close(received);
-			}
-			if (got != (ssize_t) sizeof(*message) || message->magic != GS_SERVICE_MAGIC)
+						memcpy(&received, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+						if (passed_fd != NULL && *passed_fd < 0)
+							*passed_fd = received;
+						else
+							close(received);
+					}
+				}
+			if (got != (ssize_t) sizeof(*message) || (header.msg_flags & MSG_CTRUNC) ||
+				message->magic != GS_SERVICE_MAGIC)
 				return WAIT_CLOSED;
+			terminate_strings(message);
 			return WAIT_OK;
 		}
 		if (errno == EINTR)
@@ -398,20 +534,25 @@ receive_message(int fd, gs_message *message, gpu_poll_fn poll, void *poll_arg,
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return WAIT_CLOSED;
 
+		now = GetCurrentTimestamp();
+		if (TimestampDifferenceExceeds(checked, now, LIVENESS_CHECK_MS))
+		{
+			if (!peer_alive(peer))
+				return WAIT_CLOSED;
+			checked = now;
+		}
 		if (timeout_ms >= 0)
 		{
-			long		secs;
-			int			usecs;
+			long		remaining = timeout_ms - TimestampDifferenceMilliseconds(start, now);
 
-			TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
-			left = timeout_ms - (secs * 1000 + usecs / 1000);
-			if (left <= 0)
+			if (remaining <= 0)
 				return WAIT_TIMED_OUT;
+			left = Min(left, remaining);
 		}
 		events = WaitLatchOrSocket(MyLatch,
 								   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH |
-								   (left >= 0 ? WL_TIMEOUT : 0),
-								   fd, left, PG_WAIT_EXTENSION);
+								   WL_TIMEOUT,
+								   peer->fd, left, PG_WAIT_EXTENSION);
 		if (events & WL_LATCH_SET)
 			ResetLatch(MyLatch);
 		if (poll != NULL && poll(poll_arg))
@@ -419,12 +560,18 @@ receive_message(int fd, gs_message *message, gpu_poll_fn poll, void *poll_arg,
 	}
 }
 
-/* Maps GPU `gpu`'s staging area if this backend has not yet, or if its
- * process is new since. Takes ownership of memfd. */
+/*
+ * Maps GPU `gpu`'s staging area if this backend has not yet, or if its
+ * process is new since. Takes ownership of memfd. The memfd must be the
+ * size the WELCOME claims, sealed against shrinking (a mapping of a file
+ * that shrinks later faults with SIGBUS).
+ */
 static bool
-map_staging(int gpu, const gs_message *welcome, int memfd)
+map_staging(const Peer *peer, const gs_message *welcome, int memfd)
 {
-	StagingMapping *m = &mappings[gpu];
+	StagingMapping *m = &mappings[peer->gpu];
+	struct stat file;
+	int			seals;
 
 	if (m->base != NULL && m->generation == welcome->generation)
 	{
@@ -450,6 +597,15 @@ map_staging(int gpu, const gs_message *welcome, int memfd)
 		set_error("the GPU service did not pass its staging area");
 		return false;
 	}
+	if ((welcome->generation >> 32) != (uint64) peer->pid || welcome->staging_bytes == 0 ||
+		welcome->staging_bytes > ((uint64) 1 << 40) || fstat(memfd, &file) != 0 ||
+		(uint64) file.st_size != welcome->staging_bytes ||
+		(seals = fcntl(memfd, F_GET_SEALS)) < 0 || !(seals & F_SEAL_SHRINK))
+	{
+		close(memfd);
+		set_error("the GPU service's staging area is not what it says");
+		return false;
+	}
 	m->base = mmap(NULL, welcome->staging_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	close(memfd);
 	if (m->base == MAP_FAILED)
@@ -463,59 +619,58 @@ map_staging(int gpu, const gs_message *welcome, int memfd)
 	return true;
 }
 
-/* HELLO and WELCOME; the connection stays open for a job. -1 on failure
- * (*why says what); -2 if `poll` (NULL: none) says the wait is cancelled. */
+/*
+ * Connects, HELLO and WELCOME, the staging area mapped; the connection
+ * stays open for a job. 1 on success; 0 on failure (*why says what); -1 if
+ * `poll` (NULL: none) says the wait is cancelled.
+ */
 static int
-open_session(int gpu, gs_message *welcome, int *memfd, char *why, size_t why_size,
-			 gpu_poll_fn poll, void *poll_arg)
+open_session(int gpu, Peer *peer, char *why, size_t why_size, gpu_poll_fn poll,
+			 void *poll_arg)
 {
 	gs_message	hello;
-	int			fd = connect_to(gpu);
+	gs_message	welcome;
+	int			memfd = -1;
 	wait_result result = WAIT_CLOSED;
 
-	*memfd = -1;
-	if (fd < 0)
-	{
-		snprintf(why, why_size, "cannot reach the GPU service's process for GPU %d: %m", gpu);
-		return -1;
-	}
+	if (!connect_to(gpu, peer, why, why_size))
+		return 0;
 	memset(&hello, 0, sizeof(hello));
 	hello.protocol = GS_SERVICE_PROTOCOL;
 	strlcpy(hello.build, GPUSORT_BUILD, sizeof(hello.build));
-	if (!send_message(fd, &hello, GS_MSG_HELLO) ||
-		(result = receive_message(fd, welcome, poll, poll_arg, 10000, memfd)) != WAIT_OK)
+	if (!send_message(peer, &hello, GS_MSG_HELLO, -1) ||
+		(result = receive_message(peer, &welcome, poll, poll_arg, 10000, &memfd)) != WAIT_OK)
 	{
 		snprintf(why, why_size, "the GPU service's process for GPU %d did not answer", gpu);
-		close(fd);
-		return result == WAIT_CANCELLED ? -2 : -1;
+		disconnect(peer);
+		return result == WAIT_CANCELLED ? -1 : 0;
 	}
-	if (welcome->type == GS_MSG_REFUSED)
-	{
-		snprintf(why, why_size, "%s", welcome->message);
-		close(fd);
-		return -1;
-	}
-	if (welcome->type != GS_MSG_WELCOME)
-	{
+	if (welcome.type == GS_MSG_REFUSED)
+		snprintf(why, why_size, "%s", welcome.message);
+	else if (welcome.type != GS_MSG_WELCOME || welcome.protocol != GS_SERVICE_PROTOCOL ||
+			 strcmp(welcome.build, GPUSORT_BUILD) != 0)
 		snprintf(why, why_size, "the GPU service's process for GPU %d answered out of turn", gpu);
-		close(fd);
-		return -1;
+	else if (!map_staging(peer, &welcome, memfd))
+	{
+		snprintf(why, why_size, "%s", last_error);
+		memfd = -1;
 	}
-	return fd;
-}
-
-bool
-gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size)
-{
-	int			memfd;
-	int			fd = open_session(gpu, welcome, &memfd, why, why_size, NULL, NULL);
-
-	if (fd < 0)
-		return false;
+	else
+		return 1;
 	if (memfd >= 0)
 		close(memfd);
-	close(fd);
-	return true;
+	disconnect(peer);
+	return 0;
+}
+
+/* Whether ADMITTED's slot lies within the GPU's mapped staging area and
+ * holds at least `needed` bytes. */
+static bool
+slot_acceptable(int gpu, const gs_message *admitted, uint64 needed)
+{
+	return admitted->slot_bytes >= needed &&
+		gs_range_within(admitted->slot_offset, admitted->slot_bytes, mappings[gpu].bytes) &&
+		admitted->slot_offset % 8 == 0 && admitted->slot_bytes % 8 == 0;
 }
 
 /* What the engine asked for, in one shape for the three kinds of job. */
@@ -528,12 +683,171 @@ typedef struct ClientJob
 	void	   *poll_arg;
 	bool		copied_back;	/* the caller's buffers hold the results */
 	const char *short_wait;		/* why it may wait less than usual, or NULL */
+	/* what the result must be, worked out from the input (verify.h) */
+	gs_fingerprint_point point;
+	uint64		input_fingerprint;
+	uint64		min_key;		/* of the input: approximate sorts, min-max */
+	uint64		max_key;
 } ClientJob;
+
+static inline uint64
+key_at(const void *keys, unsigned key_bytes, size_t i)
+{
+	return key_bytes == 4 ? ((const uint32 *) keys)[i] : ((const uint64 *) keys)[i];
+}
+
+/* Whether the job's poll function asks to stop (checked between strides
+ * of the long loops below). */
+static bool
+job_cancelled(const ClientJob *job)
+{
+	return job->poll != NULL && job->poll(job->poll_arg);
+}
+
+/*
+ * What the result must be, from the input, while the GPU works on it: the
+ * input's fingerprint (whole; an approximate sort with a limit returns a
+ * part, fingerprinted once that part is known) and its min and max. False
+ * if asked to stop.
+ */
+static bool
+expect_result(ClientJob *job)
+{
+	const uint64 n = job->submit.n;
+	const unsigned key_bytes = job->submit.key_bytes;
+	bool		with_rows = job->row_index != NULL;
+	bool		partial = job->submit.kind == GS_JOB_APPROX && job->submit.limit > 0 &&
+		job->submit.limit < n;
+	uint64		product = 1;
+	uint64		low = PG_UINT64_MAX,
+				high = 0;
+
+	for (uint64 first = 0; first < n; first += CHECK_STRIDE)
+	{
+		uint64		count = Min(CHECK_STRIDE, n - first);
+
+		if (job->submit.kind != GS_JOB_SORT)
+			for (uint64 i = first; i < first + count; i++)
+			{
+				uint64		key = key_at(job->keys, key_bytes, i);
+
+				low = Min(low, key);
+				high = Max(high, key);
+			}
+		if (job->submit.kind != GS_JOB_MINMAX && !partial)
+			product = gs_fingerprint_add(&job->point, product, job->keys, key_bytes, with_rows,
+										 NULL, first, count);
+		if (job_cancelled(job))
+			return false;
+	}
+	job->input_fingerprint = product;
+	job->min_key = low;
+	job->max_key = high;
+	return true;
+}
+
+typedef enum
+{
+	RESULT_RIGHT,
+	RESULT_WRONG,
+	RESULT_CANCELLED
+} result_check;
+
+/*
+ * Whether `count` outputs (keys, and rows unless NULL) answer the job:
+ *   - exact sort: the input reordered (fingerprint), keys in order, equal
+ *     keys in input order when rows come back;
+ *   - approximate sort: the input reordered, or with a limit the input's
+ *     first intervals, whole and at least `limit` rows (fingerprint of the
+ *     input's keys up to the last interval returned), in interval order
+ *     under the input's own min and max.
+ * The keys of the input must still be in job->keys.
+ */
+static result_check
+check_result(ClientJob *job, const void *keys, const uint32 *rows, uint64 count)
+{
+	const uint64 n = job->submit.n;
+	const unsigned key_bytes = job->submit.key_bytes;
+	bool		approx = job->submit.kind == GS_JOB_APPROX;
+	bool		partial = approx && job->submit.limit > 0 && job->submit.limit < n;
+	gs_interval_map map;
+	uint64		expected = job->input_fingerprint;
+	uint64		product = 1;
+	uint64		previous_key = 0;
+	uint32		previous_row = 0;
+	uint32		previous_interval = 0;
+
+	if (partial ? count < job->submit.limit || count > n : count != n)
+		return RESULT_WRONG;
+	if (approx)
+		map = gs_interval_map_make(job->min_key, job->max_key, job->submit.intervals);
+	for (uint64 first = 0; first < count; first += CHECK_STRIDE)
+	{
+		uint64		end = Min(first + CHECK_STRIDE, count);
+
+		for (uint64 i = first; i < end; i++)
+		{
+			uint64		key = key_at(keys, key_bytes, i);
+
+			if (approx)
+			{
+				uint32		interval;
+
+				if (key < job->min_key || key > job->max_key)
+					return RESULT_WRONG;
+				interval = gs_approx_interval(&map, key);
+				if (i > 0 && interval < previous_interval)
+					return RESULT_WRONG;
+				previous_interval = interval;
+			}
+			else if (i > 0 && (key < previous_key ||
+							   (rows != NULL && key == previous_key && rows[i] <= previous_row)))
+				return RESULT_WRONG;
+			previous_key = key;
+			if (rows != NULL)
+				previous_row = rows[i];
+		}
+		product = gs_fingerprint_add(&job->point, product, keys, key_bytes, rows != NULL, rows,
+									 first, end - first);
+		if (job_cancelled(job))
+			return RESULT_CANCELLED;
+	}
+	if (partial && count > 0)
+	{
+		/* the largest key in the last interval returned: every input key
+		 * up to it, and no other, must be in the output */
+		uint64		low = key_at(keys, key_bytes, count - 1);
+		uint64		high = job->max_key;
+		uint64		taken = 0;
+
+		while (low < high)
+		{
+			uint64		middle = low + (high - low + 1) / 2;
+
+			if (gs_approx_interval(&map, middle) <= previous_interval)
+				low = middle;
+			else
+				high = middle - 1;
+		}
+		expected = 1;
+		for (uint64 first = 0; first < n; first += CHECK_STRIDE)
+		{
+			expected = gs_fingerprint_add_upto(&job->point, expected, job->keys, key_bytes,
+											   rows != NULL, first, Min(CHECK_STRIDE, n - first),
+											   low, &taken);
+			if (job_cancelled(job))
+				return RESULT_CANCELLED;
+		}
+		if (taken != count)
+			return RESULT_WRONG;
+	}
+	return product == expected ? RESULT_RIGHT : RESULT_WRONG;
+}
 
 /* Moves [offset, offset + length) of the area between `host` and the slot,
  * piece by piece (a chunked job). */
 static wait_result
-move_through_slot(int fd, ClientJob *job, char *slot, uint64 slot_bytes, bool put,
+move_through_slot(const Peer *peer, ClientJob *job, char *slot, uint64 slot_bytes, bool put,
 				  uint64 offset, uint64 length, char *host)
 {
 	for (uint64 done = 0; done < length;)
@@ -547,52 +861,19 @@ move_through_slot(int fd, ClientJob *job, char *slot, uint64 slot_bytes, bool pu
 		message.length = piece;
 		if (put)
 			memcpy(slot, host + done, piece);
-		if (!send_message(fd, &message, put ? GS_MSG_PUT : GS_MSG_GET))
+		if (!send_message(peer, &message, put ? GS_MSG_PUT : GS_MSG_GET, -1))
 			return WAIT_CLOSED;
-		result = receive_message(fd, &message, job->poll, job->poll_arg, -1, NULL);
+		result = receive_message(peer, &message, job->poll, job->poll_arg, -1, NULL);
 		if (result != WAIT_OK)
 			return result;
-		if (message.type != GS_MSG_ACK)
+		if (message.type != GS_MSG_ACK || message.offset != offset + done ||
+			message.length != piece)
 			return WAIT_CLOSED;
 		if (!put)
 			memcpy(host + done, slot, piece);
 		done += piece;
 	}
 	return WAIT_OK;
-}
-
-/*
- * What came back must be an answer to what went out: the first `count`
- * row numbers each below n and none twice, and an exact sort's keys in
- * order. Memory shared with another process is checked, not trusted: a
- * wrong permutation would make the executor return wrong rows.
- */
-static bool
-results_plausible(const ClientJob *job, uint64 count)
-{
-	uint64		n = job->submit.n;
-
-	if (job->row_index != NULL)
-	{
-		uint64	   *seen = calloc((n + 63) / 64, sizeof(uint64));
-		bool		ok = seen != NULL;
-
-		for (uint64 i = 0; ok && i < count; i++)
-		{
-			uint32_t	row = job->row_index[i];
-
-			if (row >= n || (seen[row / 64] >> (row % 64)) & 1)
-				ok = false;
-			else
-				seen[row / 64] |= (uint64) 1 << (row % 64);
-		}
-		free(seen);
-		if (!ok)
-			return false;
-	}
-	if (job->submit.kind == GS_JOB_SORT)
-		return gs_check_sorted(job->keys, job->submit.key_bytes, job->row_index, n);
-	return true;
 }
 
 static gpu_status
@@ -620,128 +901,217 @@ status_of_refusal(const gs_message *refused, int gpu)
 	return GPU_FAILED;
 }
 
+/* A result that failed its check: the sort runs on the CPU (if its input
+ * is still there) or fails; it is never used. */
+static gpu_status
+wrong_result(int gpu)
+{
+	ereport(LOG,
+			(errmsg("gpusort: the GPU service's process for GPU %d returned a result that is "
+					"not the sort asked for; it was not used", gpu)));
+	set_error("the GPU service returned a result that is not the sort asked for");
+	gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
+	return GPU_FAILED;
+}
+
+/*
+ * The results of a job that ran, from its slot into the caller's buffers,
+ * checked. A direct job's results are checked where they lie, then copied:
+ * a wrong one leaves the input intact. A chunked job's come piece by piece
+ * into the caller's buffers and are checked there (an approximate one with
+ * a limit: its keys in a buffer of their own first, since the check reads
+ * the input).
+ */
+static gpu_status
+take_results(const Peer *peer, ClientJob *job, const gs_message *admitted, const gs_message *done)
+{
+	const uint64 n = job->submit.n;
+	const unsigned key_bytes = job->submit.key_bytes;
+	uint64		count = job->submit.kind == GS_JOB_APPROX ? done->valid_outputs : n;
+	uint64		index_offset = gs_job_index_offset(n, key_bytes);
+	char	   *slot = mappings[peer->gpu].base + admitted->slot_offset;
+	result_check check;
+
+	if (count > n)
+		return wrong_result(peer->gpu);
+	if (!admitted->chunked)
+	{
+		check = check_result(job, slot, job->row_index != NULL ?
+							 (uint32 *) (slot + index_offset) : NULL, count);
+		if (check == RESULT_CANCELLED)
+			return GPU_INTERRUPTED;
+		if (check == RESULT_WRONG)
+			return wrong_result(peer->gpu);
+		job->copied_back = true;
+		memcpy(job->keys, slot, count * key_bytes);
+		if (job->row_index != NULL)
+			memcpy(job->row_index, slot + index_offset, count * sizeof(uint32));
+		return GPU_OK;
+	}
+	else
+	{
+		bool		partial = job->submit.kind == GS_JOB_APPROX && job->submit.limit > 0 &&
+			job->submit.limit < n;
+		char	   *keys = job->keys;
+		wait_result result;
+
+		if (partial)
+		{
+			keys = MemoryContextAllocExtended(CurrentMemoryContext, Max(count * key_bytes, 1),
+											  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+			if (keys == NULL)
+			{
+				set_error("out of memory for the results of a GPU sort");
+				return GPU_OUT_OF_MEMORY;
+			}
+		}
+		else
+			job->copied_back = true;
+		result = move_through_slot(peer, job, slot, admitted->slot_bytes, false, 0,
+								   count * key_bytes, keys);
+		if (result == WAIT_OK && job->row_index != NULL)
+		{
+			job->copied_back = true;
+			result = move_through_slot(peer, job, slot, admitted->slot_bytes, false,
+									   index_offset, count * sizeof(uint32),
+									   (char *) job->row_index);
+		}
+		check = result == WAIT_CANCELLED ? RESULT_CANCELLED :
+			result != WAIT_OK ? RESULT_WRONG : check_result(job, keys, job->row_index, count);
+		if (check == RESULT_RIGHT && partial)
+		{
+			job->copied_back = true;
+			memcpy(job->keys, keys, count * key_bytes);
+		}
+		if (partial)
+			pfree(keys);
+		if (check == RESULT_CANCELLED)
+			return GPU_INTERRUPTED;
+		if (result != WAIT_OK)
+		{
+			set_error("the GPU service's process for GPU %d ended during the sort "
+					  "(see the server log)", peer->gpu);
+			gpu_service_count_fallback(peer->gpu, FALLBACK_SERVICE_LOST);
+			return GPU_FAILED;
+		}
+		return check == RESULT_RIGHT ? GPU_OK : wrong_result(peer->gpu);
+	}
+}
+
+/* A min-max job's answer against the min and max of the input. */
+static gpu_status
+take_minmax(const Peer *peer, const ClientJob *job, const gs_message *done)
+{
+	if (done->min_key != job->min_key || done->max_key != job->max_key)
+		return wrong_result(peer->gpu);
+	return GPU_OK;
+}
+
 /* One job, start to end, on `gpu`. */
 static gpu_status
 run_on_service(int gpu, ClientJob *job, gs_message *done)
 {
+	gs_message	admitted;
 	gs_message	message;
 	char		why[256];
-	int			memfd;
-	int			fd;
+	Peer		peer;
 	uint64		n = job->submit.n;
 	uint64		key_area = n * job->submit.key_bytes;
+	uint64		area = gs_job_area_bytes(n, job->submit.key_bytes, job->row_index != NULL);
 	char	   *slot;
 	wait_result result;
+	gpu_status	status;
+	uint8		random[24];
 
-	fd = open_session(gpu, &message, &memfd, why, sizeof(why), job->poll, job->poll_arg);
-	if (fd == -2)
+	switch (open_session(gpu, &peer, why, sizeof(why), job->poll, job->poll_arg))
 	{
-		set_error("the GPU sort was interrupted");
-		return GPU_INTERRUPTED;
+		case -1:
+			set_error("the GPU sort was interrupted");
+			return GPU_INTERRUPTED;
+		case 0:
+			set_error("%s", why);
+			gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
+			return GPU_UNAVAILABLE;
 	}
-	if (fd < 0)
+	if (!pg_strong_random(random, sizeof(random)))
 	{
-		set_error("%s", why);
-		gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
-		return GPU_UNAVAILABLE;
+		disconnect(&peer);
+		set_error("no random numbers to check the GPU's result with");
+		return GPU_FAILED;
 	}
-	if (!map_staging(gpu, &message, memfd))
-	{
-		close(fd);
-		return GPU_UNAVAILABLE;
-	}
+	gs_fingerprint_point_make(&job->point, random);
 
 	/* admission */
 	message = job->submit;
-	if (!send_message(fd, &message, GS_MSG_SUBMIT))
+	if (!send_message(&peer, &message, GS_MSG_SUBMIT, -1))
 		goto lost;
-	result = receive_message(fd, &message, job->poll, job->poll_arg, -1, NULL);
+	result = receive_message(&peer, &admitted, job->poll, job->poll_arg,
+							 ADMISSION_ANSWER_MS(job->submit.wait_ms), NULL);
 	if (result != WAIT_OK)
 		goto wait_failed;
-	if (message.type == GS_MSG_REFUSED)
+	if (admitted.type == GS_MSG_REFUSED)
 	{
-		if (message.refusal == GS_REFUSED_QUEUE_TIMEOUT && job->short_wait != NULL)
-			set_error("%s; %s", message.message, job->short_wait);
+		if (admitted.refusal == GS_REFUSED_QUEUE_TIMEOUT && job->short_wait != NULL)
+			set_error("%s; %s", admitted.message, job->short_wait);
 		else
-			set_error("%s", message.message);
-		close(fd);
-		count_queue_wait(gpu, message.queue_ms);
-		done->queue_ms = message.queue_ms;
-		return status_of_refusal(&message, gpu);
+			set_error("%s", admitted.message);
+		disconnect(&peer);
+		count_queue_wait(gpu, admitted.queue_ms);
+		done->queue_ms = admitted.queue_ms;
+		return status_of_refusal(&admitted, gpu);
 	}
-	if (message.type != GS_MSG_ADMITTED ||
-		message.slot_offset + message.slot_bytes > mappings[gpu].bytes)
+	if (admitted.type != GS_MSG_ADMITTED ||
+		!slot_acceptable(gpu, &admitted, admitted.chunked ? 8 : area))
 		goto lost;
-	count_queue_wait(gpu, message.queue_ms);
-	slot = mappings[gpu].base + message.slot_offset;
+	count_queue_wait(gpu, admitted.queue_ms);
+	slot = mappings[gpu].base + admitted.slot_offset;
 
-	/* the keys in, the job run, the results out */
-	if (message.chunked)
+	/* the keys in, the job run, the result worked out meanwhile */
+	if (admitted.chunked)
 	{
-		result = move_through_slot(fd, job, slot, message.slot_bytes, true, 0, key_area,
+		result = move_through_slot(&peer, job, slot, admitted.slot_bytes, true, 0, key_area,
 								   job->keys);
 		if (result != WAIT_OK)
 			goto wait_failed;
 	}
 	else
 		memcpy(slot, job->keys, key_area);
-	if (!send_message(fd, &message, GS_MSG_RUN))
+	memset(&message, 0, sizeof(message));
+	if (!send_message(&peer, &message, GS_MSG_RUN, -1))
 		goto lost;
+	if (!expect_result(job))
 	{
-		double		queue_ms = message.queue_ms;
-		bool		chunked = message.chunked;
-		uint64		slot_bytes = message.slot_bytes;
-
-		result = receive_message(fd, done, job->poll, job->poll_arg, -1, NULL);
-		if (result != WAIT_OK)
-			goto wait_failed;
-		if (done->type != GS_MSG_DONE)
-			goto lost;
-		done->queue_ms = queue_ms;
-		if (done->status != GPU_OK)
-		{
-			set_error("%s", done->message);
-			close(fd);
-			if (done->status == GPU_OUT_OF_MEMORY)
-				gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
-			else if (done->status != GPU_INTERRUPTED)
-				gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
-			return (gpu_status) done->status;
-		}
-		if (job->submit.kind != GS_JOB_MINMAX)
-		{
-			uint64		index_offset = gs_job_index_offset(n, job->submit.key_bytes);
-
-			job->copied_back = true;
-
-			if (chunked)
-			{
-				result = move_through_slot(fd, job, slot, slot_bytes, false, 0, key_area,
-										   job->keys);
-				if (result == WAIT_OK && job->row_index != NULL)
-					result = move_through_slot(fd, job, slot, slot_bytes, false, index_offset,
-											   n * sizeof(uint32_t), (char *) job->row_index);
-				if (result != WAIT_OK)
-					goto wait_failed;
-			}
-			else
-			{
-				memcpy(job->keys, slot, key_area);
-				if (job->row_index != NULL)
-					memcpy(job->row_index, slot + index_offset, n * sizeof(uint32_t));
-			}
-		}
+		result = WAIT_CANCELLED;
+		goto wait_failed;
 	}
-	close(fd);
-	if (job->submit.kind != GS_JOB_MINMAX &&
-		!results_plausible(job, job->submit.kind == GS_JOB_APPROX ? done->valid_outputs : n))
+	result = receive_message(&peer, done, job->poll, job->poll_arg, -1, NULL);
+	if (result != WAIT_OK)
+		goto wait_failed;
+	if (done->type != GS_MSG_DONE)
+		goto lost;
+	done->queue_ms = admitted.queue_ms;
+	if (done->status != GPU_OK)
 	{
-		set_error("the GPU service returned a sort that is not a permutation of the input");
-		gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
-		return GPU_FAILED;
+		set_error("%s", done->message);
+		disconnect(&peer);
+		if (done->status == GPU_OUT_OF_MEMORY)
+			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
+		else if (done->status != GPU_INTERRUPTED)
+			gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
+		return done->status >= GPU_OK && done->status <= GPU_BUSY ?
+			(gpu_status) done->status : GPU_FAILED;
 	}
-	count_job(gpu, done, n, key_area * 2 + (job->row_index ? n * sizeof(uint32_t) : 0));
-	return GPU_OK;
+	status = job->submit.kind == GS_JOB_MINMAX ? take_minmax(&peer, job, done) :
+		take_results(&peer, job, &admitted, done);
+	if (status == GPU_INTERRUPTED)
+	{
+		result = WAIT_CANCELLED;
+		goto wait_failed;
+	}
+	disconnect(&peer);
+	if (status == GPU_OK)
+		count_job(gpu, done, n, key_area * 2 + (job->row_index ? n * sizeof(uint32_t) : 0));
+	return status;
 
 wait_failed:
 	if (result == WAIT_CANCELLED)
@@ -750,13 +1120,13 @@ wait_failed:
 		gs_message	cancel;
 
 		memset(&cancel, 0, sizeof(cancel));
-		send_message(fd, &cancel, GS_MSG_CANCEL);
-		close(fd);
+		send_message(&peer, &cancel, GS_MSG_CANCEL, -1);
+		disconnect(&peer);
 		set_error("the GPU sort was interrupted");
 		return GPU_INTERRUPTED;
 	}
 lost:
-	close(fd);
+	disconnect(&peer);
 	gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
 	set_error("the GPU service's process for GPU %d ended during the sort (see the server log)",
 			  gpu);
@@ -806,46 +1176,31 @@ cancel_requested(void *arg)
 		(QueryCancelPending || ProcDiePending);
 }
 
-/* Whether this backend holds a rows job: some sort's rows in the service. */
-static bool
-holds_rows_job(void)
+/* The session a job counts against: this backend, or the leader of the
+ * parallel query it works for. */
+static int32
+session_id(void)
 {
-	for (int gpu = 0; gpu < GS_SERVICE_MAX_GPUS; gpu++)
-		if (mappings[gpu].rows_jobs > 0)
-			return true;
-	return false;
+	if (MyProc != NULL && MyProc->lockGroupLeader != NULL)
+		return (int32) MyProc->lockGroupLeader->pid;
+	return (int32) MyProcPid;
 }
 
 /*
- * How long a job may wait for admission: gpusort.device = gpu as long as
- * it takes (statement_timeout still applies), auto gpusort.queue_timeout
- * and then it sorts on the CPU. Where a wait could be for the waiter
- * itself, gpu waits no longer than auto:
- * - a backend holding a rows job: the memory or slot it waits for may be
- *   its own job's, or held by another backend that waits for this one's;
- * - a process of a parallel query: the slots may be held by the query's
- *   other processes, which wait on the Gather, which waits for this one.
+ * How long a job may wait for admission: gpusort.queue_timeout, then under
+ * gpusort.device = auto it sorts on the CPU and under gpu it fails (53400).
  * Once a job of the statement has waited its time out, the statement's
  * later jobs do not wait at all.
  */
 static int64
 admission_wait_ms(const char **short_wait)
 {
-	bool		holding = holds_rows_job();
-
 	*short_wait = NULL;
 	if (refused_statement != 0 && refused_statement == GetCurrentStatementStartTimestamp())
 	{
 		*short_wait = "an earlier sort of this statement already waited its time";
 		return 0;
 	}
-	if (gpusort_device != GS_DEVICE_GPU)
-		return gpusort_queue_timeout_ms;
-	if (!holding && !IsInParallelMode())
-		return -1;
-	*short_wait = holding ?
-		"a query holding rows in the GPU service waits at most gpusort.queue_timeout for more" :
-		"a parallel query's processes wait at most gpusort.queue_timeout";
 	return gpusort_queue_timeout_ms;
 }
 
@@ -860,6 +1215,8 @@ submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void
 	job->submit.with_index = row_index != NULL;
 	job->submit.memory_limit = memory_limit;
 	job->submit.wait_ms = admission_wait_ms(&job->short_wait);
+	job->submit.session_id = session_id();
+	job->submit.session_memory_limit = (uint64) gpusort_session_gpu_memory_limit_mb << 20;
 	job->keys = keys;
 	job->row_index = row_index;
 	job->poll = poll;
@@ -900,9 +1257,10 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 	request->host_data_touched = job.copied_back && status != GPU_OK;
 	if (status == GPU_OK)
 	{
-		request->valid_outputs = done.valid_outputs;
-		request->min_key = done.min_key;
-		request->max_key = done.max_key;
+		/* the checked count, and the input's own min and max */
+		request->valid_outputs = request->n == 0 ? 0 : done.valid_outputs;
+		request->min_key = job.min_key;
+		request->max_key = job.max_key;
 	}
 	return status;
 }
@@ -934,7 +1292,7 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
 
 struct ServiceRows
 {
-	int			fd;
+	Peer		peer;
 	int			gpu;
 	char	   *slot;
 	uint64		slot_bytes;
@@ -945,10 +1303,16 @@ struct ServiceRows
 	gs_message_type pending;	/* a PUT or GET sent, its ACK not yet read */
 	uint64		pending_offset; /* ... the GET's */
 	uint64		pending_length;
+	uint64		pending_records;	/* ... the PUT's totals once taken */
+	uint64		pending_bytes;
 	bool		counted;		/* in the GPU's in_flight */
 	bool		given_back;		/* the service gave its GPU memory back */
 	char	   *mapping;		/* the staging mapping its slot lies in, or
 								 * NULL */
+	/* the opener's give-back file (protocol.h): a temporary file of this
+	 * backend's, grown to `reserved` bytes ahead of what the service holds */
+	File		file;
+	uint64		reserved;
 	/* a shared job: the opener's token; an attached connection's room is
 	 * granted from `room` a part at a time (capacity_bytes and max_records
 	 * are then what it was granted so far) */
@@ -959,15 +1323,75 @@ struct ServiceRows
 
 /* An attached connection takes room for this much at a time. */
 #define ROOM_GRANT_BYTES ((uint64) 16 << 20)
+/* The smallest slot a rows job can use: room for a large record twice. */
+#define MIN_ROWS_SLOT_BYTES ((uint64) 64 << 10)
 
-/* Ends the job: the service frees its memory when the connection closes. */
-void
-service_rows_close(ServiceRows *rows)
+/* Bytes this backend's give-back files are grown to, together. */
+static uint64 reserved_by_backend = 0;
+
+/*
+ * Grows the give-back file to `bytes`, the rows the service will hold, so
+ * that the service may write them there (it writes within the file's size
+ * only) and they count as this backend's temporary files: against
+ * temp_file_limit, and in log_temp_files and temp_bytes when the file
+ * closes. The file stays sparse until the service writes to it. Where the
+ * backend's give-back files together would pass temp_file_limit the file
+ * stays as it is: the service then keeps the rows in GPU memory rather
+ * than give them back (the temporary-file layer's own check, which also
+ * counts the backend's other files, may still raise its error).
+ */
+static void
+reserve_file(ServiceRows *rows, uint64 bytes)
 {
-	if (rows == NULL || rows->fd < 0)
+	char		zero = 0;
+	uint64		more;
+
+	if (rows->file <= 0 || bytes <= rows->reserved)
 		return;
-	close(rows->fd);
-	rows->fd = -1;
+	more = bytes - rows->reserved;
+	if (temp_file_limit >= 0 &&
+		reserved_by_backend + more > (uint64) temp_file_limit * 1024)
+		return;
+	if (FileWrite(rows->file, &zero, 1, (off_t) bytes - 1, WAIT_EVENT_DATA_FILE_EXTEND) != 1)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not extend temporary file \"%s\": %m", FilePathName(rows->file))));
+	rows->reserved = bytes;
+	reserved_by_backend += more;
+}
+
+/* The file is closed, or left to the resource owner: its bytes no longer
+ * count among this backend's give-back files. */
+static void
+unreserve_file(ServiceRows *rows)
+{
+	reserved_by_backend -= Min(rows->reserved, reserved_by_backend);
+	rows->reserved = 0;
+}
+
+/*
+ * Whether the service wrote the job's rows to its file (a give-back the
+ * client may not have heard of: its last read came before it). The file's
+ * first record begins with its tuple's length; a file only grown by
+ * reserve_file() reads as zeros there.
+ */
+static bool
+file_holds_rows(ServiceRows *rows)
+{
+	uint32		first = 0;
+
+	return rows->reserved >= sizeof(first) &&
+		FileRead(rows->file, (char *) &first, sizeof(first), 0, WAIT_EVENT_BUFFILE_READ) ==
+		sizeof(first) && first != 0;
+}
+
+/* The connection and the slot go; the service frees the job's memory. */
+static void
+close_connection(ServiceRows *rows)
+{
+	if (rows->peer.fd < 0)
+		return;
+	disconnect(&rows->peer);
 	if (rows->counted)
 		pg_atomic_fetch_sub_u32(&gpu_service->gpus[rows->gpu].in_flight, 1);
 	rows->counted = false;
@@ -985,6 +1409,39 @@ service_rows_close(ServiceRows *rows)
 	rows->mapping = NULL;
 }
 
+/*
+ * Ends the job: the service frees its memory when the connection closes,
+ * and the give-back file closes (counted in log_temp_files and temp_bytes
+ * at the size of the rows it got, or empty if the service never used it).
+ */
+void
+service_rows_close(ServiceRows *rows)
+{
+	if (rows == NULL)
+		return;
+	close_connection(rows);
+	if (rows->file > 0)
+	{
+		if (!rows->given_back && !file_holds_rows(rows))
+			FileTruncate(rows->file, 0, WAIT_EVENT_DATA_FILE_TRUNCATE);
+		FileClose(rows->file);
+		rows->file = 0;
+	}
+	unreserve_file(rows);
+}
+
+/* As service_rows_close, from a memory context's reset, which may come
+ * during an abort: the resource owner closes the file then (or, outside
+ * an abort, has it closed already through service_rows_close). */
+void
+service_rows_abandon(ServiceRows *rows)
+{
+	if (rows == NULL)
+		return;
+	close_connection(rows);
+	unreserve_file(rows);
+}
+
 /* A connection for a rows job, its staging area mapped; NULL (and *why).
  * A cancel while waiting for the service's WELCOME returns NULL at once:
  * the caller goes on without the job and its next interrupt check ends
@@ -993,45 +1450,43 @@ static ServiceRows *
 connect_rows(int gpu, char *why, size_t why_size)
 {
 	ServiceRows *rows;
-	gs_message	welcome;
-	int			memfd;
 
+	if (gpu < 0 || gpu >= GS_SERVICE_MAX_GPUS)
+	{
+		snprintf(why, why_size, "no such GPU");
+		return NULL;
+	}
 	rows = palloc0(sizeof(ServiceRows));
 	rows->gpu = gpu;
-	rows->fd = open_session(gpu, &welcome, &memfd, why, why_size, cancel_requested, NULL);
-	if (rows->fd < 0)
+	if (open_session(gpu, &rows->peer, why, why_size, cancel_requested, NULL) != 1)
 	{
 		pfree(rows);
 		return NULL;
 	}
-	rows->generation = welcome.generation;
-	if (!map_staging(gpu, &welcome, memfd))
-	{
-		snprintf(why, why_size, "%s", last_error);
-		service_rows_close(rows);
-		return NULL;
-	}
+	rows->generation = mappings[gpu].generation;
 	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
 	rows->counted = true;
 	return rows;
 }
 
-/* Sends the SUBMIT in *message and takes the slot of its ADMITTED (left in
- * *message); false (the connection closed, and *why) otherwise. */
+/* Sends the SUBMIT in *message (with the give-back file, if any) and takes
+ * the slot of its ADMITTED (left in *message); false (the connection
+ * closed, and *why) otherwise. */
 static bool
-submit_rows(ServiceRows *rows, gs_message *message, char *why, size_t why_size)
+submit_rows(ServiceRows *rows, gs_message *message, int file_fd, char *why, size_t why_size)
 {
 	int			gpu = rows->gpu;
 
-	if (!send_message(rows->fd, message, GS_MSG_SUBMIT) ||
-		receive_message(rows->fd, message, cancel_requested, NULL, -1, NULL) != WAIT_OK)
+	if (!send_message(&rows->peer, message, GS_MSG_SUBMIT, file_fd) ||
+		receive_message(&rows->peer, message, cancel_requested, NULL,
+						ADMISSION_ANSWER_MS(message->wait_ms), NULL) != WAIT_OK)
 	{
 		snprintf(why, why_size, "the GPU service did not answer");
 		service_rows_close(rows);
 		return false;
 	}
 	if (message->type != GS_MSG_ADMITTED ||
-		message->slot_offset + message->slot_bytes > mappings[gpu].bytes)
+		!slot_acceptable(gpu, message, MIN_ROWS_SLOT_BYTES))
 	{
 		snprintf(why, why_size, "%s",
 				 message->type == GS_MSG_REFUSED ? message->message :
@@ -1047,30 +1502,9 @@ submit_rows(ServiceRows *rows, gs_message *message, char *why, size_t why_size)
 }
 
 /*
- * Where the service may write a rows job's rows when it gives their GPU
- * memory back to a waiting job, and how much: as this backend's own
- * temporary files, in its next temporary tablespace (else its database's
- * default) and within its temp_file_limit.
- */
-static void
-give_back_file_limits(gs_message *message)
-{
-	Oid			tablespace;
-	char		relative[MAXPGPATH];
-
-	PrepareTempTablespaces();
-	tablespace = GetNextTempTableSpace();
-	if (!OidIsValid(tablespace))
-		tablespace = OidIsValid(MyDatabaseTableSpace) ? MyDatabaseTableSpace : DEFAULTTABLESPACE_OID;
-	TempTablespacePath(relative, tablespace);
-	snprintf(message->temp_dir, sizeof(message->temp_dir), "%s/%s", DataDir, relative);
-	message->temp_file_limit_bytes = temp_file_limit < 0 ? -1 : (int64) temp_file_limit * 1024;
-}
-
-/*
  * Asks for room for about `capacity_bytes` of records (less where a
- * quarter of the GPU's budget, or the per-sort cap with the service's
- * working space, is less), none under `min_record_bytes`.
+ * quarter of the GPU's budget, the per-sort cap or the session's cap, with
+ * the service's working space, is less), none under `min_record_bytes`.
  */
 ServiceRows *
 service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
@@ -1082,6 +1516,7 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	int			gpu = choose_gpu(true);
 	uint64		budget;
 	uint64		max_records;
+	uint64		session_limit = (uint64) gpusort_session_gpu_memory_limit_mb << 20;
 
 	if (gpu < 0)
 	{
@@ -1091,20 +1526,20 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	SpinLockAcquire(&gpu_service->mutex);
 	budget = gpu_service->gpus[gpu].budget_bytes;
 	SpinLockRelease(&gpu_service->mutex);
-	/*
-	 * The service counts the job for twice its rows and 48 bytes a record
-	 * (offsets, the sort of the keys) beyond 16 MB: all that within a
-	 * quarter of its budget and of the per-sort cap.
-	 */
+	/* the service counts the job as gs_job_gpu_bytes() does: twice its
+	 * rows and GS_ROWS_BYTES_PER_RECORD a record beyond the overhead */
 	{
 		uint64		share = budget / 4;
 
 		if (memory_limit > 0)
 			share = Min(share, memory_limit);
-		share = share > ((uint64) 16 << 20) ? share - ((uint64) 16 << 20) : 0;
+		if (session_limit > 0)
+			share = Min(share, session_limit);
+		share = share > GS_JOB_OVERHEAD_BYTES ? share - GS_JOB_OVERHEAD_BYTES : 0;
 		min_record_bytes = Max(min_record_bytes, 1);
 		capacity_bytes = Min(capacity_bytes,
-							 (uint64) ((double) share / (2.0 + 48.0 / min_record_bytes)));
+							 (uint64) ((double) share /
+									   (2.0 + (double) GS_ROWS_BYTES_PER_RECORD / min_record_bytes)));
 	}
 	max_records = Min(capacity_bytes / min_record_bytes, (uint64) PG_INT32_MAX);
 	if (max_records == 0)
@@ -1128,10 +1563,15 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 		message.nulls_first_mask |= (nulls_first[k] ? 1u : 0u) << k;
 	}
 	message.memory_limit = memory_limit;
+	message.session_id = session_id();
+	message.session_memory_limit = session_limit;
 	/* rows in the GPU's memory are a speed-up, never worth a wait */
 	message.wait_ms = 0;
-	give_back_file_limits(&message);
-	if (!submit_rows(rows, &message, why, why_size))
+	/* the give-back file: one of this backend's temporary files, in its
+	 * temporary tablespaces (closed by the resource owner on abort) */
+	PrepareTempTablespaces();
+	rows->file = OpenTemporaryFile(false);
+	if (!submit_rows(rows, &message, FileGetRawDesc(rows->file), why, why_size))
 		return NULL;
 	if (shared && message.token == 0)
 	{
@@ -1183,7 +1623,8 @@ service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size)
 	memset(&message, 0, sizeof(message));
 	message.kind = GS_JOB_ROWS_ATTACH;
 	message.token = shared->token;
-	if (!submit_rows(rows, &message, why, why_size))
+	message.session_id = session_id();
+	if (!submit_rows(rows, &message, -1, why, why_size))
 		return NULL;
 	rows->token = shared->token;
 	rows->room = shared;
@@ -1306,7 +1747,7 @@ rows_lost(ServiceRows *rows)
 static bool
 rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 {
-	wait_result result = receive_message(rows->fd, reply, cancel_requested, NULL, -1, NULL);
+	wait_result result = receive_message(&rows->peer, reply, cancel_requested, NULL, -1, NULL);
 
 	if (result == WAIT_CANCELLED)
 	{
@@ -1337,14 +1778,16 @@ service_rows_wait(ServiceRows *rows)
 	rows->pending = 0;
 	if (!rows_reply(rows, &message, GS_MSG_ACK))
 		return false;
+	/* a PUT's ACK: this connection's totals with the batch; a GET's: the
+	 * range asked for */
 	if (pending == GS_MSG_PUT ?
-		(message.records > rows->records || message.offset > rows->bytes) :
+		(message.records != rows->pending_records || message.offset != rows->pending_bytes) :
 		(message.offset != rows->pending_offset || message.length != rows->pending_length))
 	{
 		set_error("the GPU service answered another request than the sort's");
 		return false;
 	}
-	if (pending == GS_MSG_GET && message.given_back && !rows->given_back)
+	if (message.given_back && !rows->given_back)
 	{
 		rows->given_back = true;
 		pg_atomic_fetch_add_u64(&gpu_service->counters.given_back_jobs, 1);
@@ -1380,7 +1823,7 @@ rows_request(ServiceRows *rows, gs_message_type type, uint64 slot_position, uint
 	message.length = length;
 	message.records = records;
 	message.offset = offset;
-	if (!send_message(rows->fd, &message, type))
+	if (!send_message(&rows->peer, &message, type, -1))
 		return rows_lost(rows);
 	rows->pending = type;
 	rows->pending_offset = offset;
@@ -1396,10 +1839,18 @@ rows_request(ServiceRows *rows, gs_message_type type, uint64 slot_position, uint
 bool
 service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uint64 bytes)
 {
+	if (!gs_range_within(slot_position, bytes, rows->slot_bytes))
+	{
+		set_error("a batch of rows beyond the slot");
+		return false;
+	}
+	reserve_file(rows, rows->bytes + bytes);
 	if (!rows_request(rows, GS_MSG_PUT, slot_position, bytes, records, 0))
 		return false;
 	rows->records += records;
 	rows->bytes += bytes;
+	rows->pending_records = rows->records;
+	rows->pending_bytes = rows->bytes;
 	return true;
 }
 
@@ -1411,6 +1862,12 @@ service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uin
 bool
 service_rows_request(ServiceRows *rows, uint64 offset, uint64 length, uint64 slot_position)
 {
+	if (!gs_range_within(slot_position, length, rows->slot_bytes) ||
+		!gs_range_within(offset, length, rows->bytes))
+	{
+		set_error("a read of rows beyond the slot or the rows");
+		return false;
+	}
 	return rows_request(rows, GS_MSG_GET, slot_position, length, 0, offset);
 }
 
@@ -1422,8 +1879,10 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 
 	if (!service_rows_wait(rows))
 		return false;
+	/* a shared job's file holds every share's rows if given back */
+	reserve_file(rows, rows->bytes);
 	memset(&message, 0, sizeof(message));
-	if (!send_message(rows->fd, &message, GS_MSG_RUN) ||
+	if (!send_message(&rows->peer, &message, GS_MSG_RUN, -1) ||
 		!rows_reply(rows, &message, GS_MSG_DONE))
 		return false;
 	if (message.valid_outputs != rows->records)

@@ -2,45 +2,58 @@
  * gpud.c — gpusort-gpud, the GPU service's CUDA process: one per GPU,
  * started and restarted by the service's background worker (worker.c).
  *
- * It owns the GPU: the CUDA context, the staging area (a memfd, page-locked
- * here, handed to every backend that connects), the GPU memory budget and
- * the queue of jobs waiting for it. Backends speak protocol.h to it over a
- * Unix socket; each connection gets a thread that admits, runs and answers
- * one job. It runs no PostgreSQL code and does not map PostgreSQL's shared
- * memory, so if it dies (kill -9, a segfault, a GPU fault) only its own jobs
- * are lost: the worker starts it again, and backends sort those jobs on the
- * CPU under gpusort.device = auto.
+ * It owns the GPU: the CUDA context, the staging area (a sealed memfd,
+ * page-locked here, handed to every backend that connects), the GPU memory
+ * budget and the queue of jobs waiting for it. Backends speak protocol.h to
+ * it over the socket the worker made for it; each connection gets a thread
+ * that admits, runs and answers one job. It runs no PostgreSQL code and
+ * does not map PostgreSQL's shared memory, so if it dies (kill -9, a
+ * segfault, a GPU fault) only its own jobs are lost: the worker starts it
+ * again, and backends sort those jobs on the CPU under
+ * gpusort.device = auto. Its main thread beats a heartbeat on the worker's
+ * status page; a process that stops (SIGSTOP, a hang) is restarted.
  *
- * Admission is first come, first served: a job is admitted with its slot of
- * the staging area and its share of the GPU budget together, never one
- * without the other, and a running sort never waits for anything, so sorts
- * waiting in the queue cannot deadlock. A rows job (and a connection
- * attached to a shared one, which holds a slot but no budget) lives as
- * long as its client's query: it asks for admission without waiting, so
- * that it never holds the queue up, but its client may still submit other
- * jobs (the sorts of runs in files) while it holds its slot. A job that
- * would not fit even in an idle service is refused at once; one that waits
- * longer than the client allows is refused with GS_REFUSED_QUEUE_TIMEOUT.
- * Waits sleep on poll(2): the client's socket (a cancel) and an eventfd
- * (the grant).
+ * Admission. A job is admitted with its slot of the staging area and its
+ * share of the GPU budget together, never one without the other, and a
+ * running sort never waits for anything, so sorts waiting in the queue
+ * cannot deadlock. Every job counts against its session's cap
+ * (session_memory_limit) as well as the budget; a job that would pass its
+ * session's cap waits for the session's own jobs without holding up anyone
+ * else. The queue is first come, first served, but for small jobs (at most
+ * an eighth of the budget): they pass a job that the budget cannot take yet
+ * for HEAD_RESERVE_MS after it came, so a sort of a few thousand keys does
+ * not wait behind one that waits for half the GPU; after that the big job
+ * waits for no one. A job that would not fit even in an idle service, or
+ * in its whole session's cap, is refused at once; one that waits longer
+ * than the client allows is refused with GS_REFUSED_QUEUE_TIMEOUT. Waits
+ * sleep on poll(2): the client's socket (a cancel) and an eventfd (the
+ * grant).
  *
- * A sorted rows job whose client asks for nothing for
- * ROWS_IDLE_GIVE_BACK_MS, while the first job in the queue waits for GPU
- * memory that the rows job's would make enough, gives its memory back: its
- * rows go, in order, to an unnamed temporary file in the directory its
- * client named (its temporary tablespace's), unless they are more than the
- * client's temp_file_limit, and its client reads them from there as before
- * (a client that reads slowly, a cursor fetched now and then).
+ * Rows jobs (a spilled sort's rows, protocol.h) live as long as their
+ * client's query. A rows job whose client sends nothing for
+ * ROWS_IDLE_GIVE_BACK_MS (its input paused, or its sorted rows read
+ * slowly) while a waiting job needs GPU memory that idle jobs hold (all of
+ * them together, or its session's) gives its memory back: its rows go to
+ * the temporary file its client passed, within the size the client grew
+ * it to (the client's temp_file_limit counts it). A job given back while
+ * its rows still come in takes the rest in the file, sorts the keys on the
+ * CPU and reads the rows from the file in that order; one given back once
+ * sorted writes them in order.
  *
- * A GPU failure (GPU_FAILED) may leave the context unusable, so the process
- * answers the job and then exits with GPUD_EXIT_DEVICE_FAULT; the worker
- * restarts it, and marks the GPU unusable if that keeps happening.
+ * Failures stay with their job: a job that fails answers its client with
+ * the error, and the process goes on, unless the CUDA context itself is
+ * broken (a sticky error, gpu_device_check()); then it exits with
+ * GPUD_EXIT_DEVICE_FAULT and the worker restarts it, and marks the GPU
+ * unusable if that keeps happening.
  *
  * Test mode: with GPUSORT_SERVICE_EMULATE=<MB> in its environment the
  * process plays a GPU of that much memory with the CPU engine (so CI, which
  * has no GPU, tests the whole service); GPUSORT_SERVICE_EMULATE_GPUS sets
  * how many such GPUs there are, GPUSORT_SERVICE_EMULATE_DELAY_MS makes every
- * job take at least that long (queueing and cancellation tests).
+ * job take at least that long (queueing and cancellation tests), and
+ * GPUSORT_SERVICE_EMULATE_FAIL_N=<n> makes every sort of exactly n keys fail
+ * as a GPU error would (GPUSORT_SERVICE_EMULATE_FAIL_STICKY=1: one that
+ * breaks the context).
  */
 #define _GNU_SOURCE
 #include "protocol.h"
@@ -71,19 +84,21 @@
 #define SLOT_ALIGN 4096
 /* A chunked job moves through a slot of this much (or the whole area). */
 #define CHUNK_SLOT_BYTES ((uint64_t) 64 << 20)
-/* Every job is counted for this much GPU memory beyond its buffers
- * (temporary storage, alignment, the allocator's granularity). */
-#define JOB_OVERHEAD_BYTES ((uint64_t) 16 << 20)
 #define MAX_SLOTS 4096
-/* A sorted rows job idle this long while another job waits for GPU memory
- * gives its memory back (see the header); its rows go to the file through
- * a buffer of this size. */
+/* A rows job idle this long while another job waits for GPU memory gives
+ * its memory back (see the header); its rows go to the file through a
+ * buffer of this size. */
 #define ROWS_IDLE_GIVE_BACK_MS 200
 #define GIVE_BACK_BUFFER_BYTES ((uint64_t) 16 << 20)
+/* Small jobs pass a job that waits for the budget this long after it came
+ * (see the header). */
+#define HEAD_RESERVE_MS 2000
+#define SMALL_JOB_SHARE 8
+/* Sessions with GPU memory at once. */
+#define MAX_SESSIONS 4096
 
 static struct
 {
-	const char *socket_name;
 	int			gpu_index;
 	char		build[64];
 	uint64_t	staging_bytes;
@@ -92,9 +107,18 @@ static struct
 	gpu_device_info device;
 	bool		emulated;
 	unsigned	emulate_delay_ms;
+	unsigned	emulate_fail_n;
+	bool		emulate_fail_sticky;
 	char	   *staging;
 	int			staging_fd;
+	gs_status_page *status;		/* the worker's page (protocol.h) */
 } service;
+
+/* Counters for the status page, kept by the threads that change them. */
+static uint32_t connections_open = 0;	/* atomic */
+static uint32_t rows_jobs_open = 0;	/* atomic */
+static uint32_t files_held = 0;	/* atomic */
+static uint64_t jobs_failed = 0;	/* atomic */
 
 static void
 log_line(const char *format,...)
@@ -109,15 +133,26 @@ log_line(const char *format,...)
 	fflush(stderr);
 }
 
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* ------------------------------------------------------------------------
- * Admission: the staging area and the GPU budget, granted first come,
- * first served
+ * Admission: the staging area, the GPU budget and each session's cap
  * ------------------------------------------------------------------------ */
 
 typedef struct Waiter
 {
 	uint64_t	slot_bytes;
 	uint64_t	gpu_bytes;
+	int32_t		session;
+	uint64_t	session_limit;	/* 0: none */
+	double		enqueued_ms;
 	int			event_fd;		/* written once the job is granted */
 	bool		granted;
 	uint64_t	slot_offset;
@@ -130,12 +165,60 @@ typedef struct Slot
 	uint64_t	bytes;
 } Slot;
 
+/* A session's GPU memory: what its admitted jobs are counted for, and how
+ * much of that idle rows jobs hold (they would give it back). */
+typedef struct Session
+{
+	int32_t		id;
+	uint64_t	used;
+	uint64_t	idle;
+} Session;
+
 static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
 static Slot slots[MAX_SLOTS];	/* taken slots, by offset */
 static int	nslots = 0;
+static Session sessions[MAX_SESSIONS];
+static int	nsessions = 0;
 static uint64_t budget_used = 0;
+static uint64_t idle_total = 0;	/* of budget_used, held by idle rows jobs */
 static Waiter *queue_head = NULL;
 static Waiter *queue_tail = NULL;
+
+/* The session's entry (made if `create`), or NULL. Lock held. */
+static Session *
+session_of(int32_t id, bool create)
+{
+	for (int i = 0; i < nsessions; i++)
+		if (sessions[i].id == id)
+			return &sessions[i];
+	if (!create || nsessions == MAX_SESSIONS)
+		return NULL;
+	sessions[nsessions].id = id;
+	sessions[nsessions].used = 0;
+	sessions[nsessions].idle = 0;
+	return &sessions[nsessions++];
+}
+
+static uint64_t
+session_used(int32_t id)
+{
+	Session    *session = session_of(id, false);
+
+	return session != NULL ? session->used : 0;
+}
+
+/* Counts `bytes` more (or, negative, fewer) for the session. Lock held. */
+static void
+session_charge(int32_t id, int64_t bytes)
+{
+	Session    *session = session_of(id, bytes > 0);
+
+	if (session == NULL)
+		return;
+	session->used += (uint64_t) bytes;
+	if (session->used == 0 && session->idle == 0)
+		*session = sessions[--nsessions];
+}
 
 /* First fit in the staging area for `bytes` (a multiple of SLOT_ALIGN);
  * false when no gap is large enough. */
@@ -178,61 +261,144 @@ slot_give_back(uint64_t offset)
 		}
 }
 
-/* Grants waiting jobs in queue order while the first one fits. Lock held. */
+static bool
+fits_session(const Waiter *w)
+{
+	return w->session_limit == 0 || w->gpu_bytes == 0 ||
+		session_used(w->session) + w->gpu_bytes <= w->session_limit;
+}
+
+static bool
+fits_budget(const Waiter *w)
+{
+	return budget_used + w->gpu_bytes <= service.budget_bytes;
+}
+
+/*
+ * Grants the waiting jobs that may go now, in queue order: each that fits
+ * its session's cap, the budget and a slot, unless a job before it waits
+ * for the budget (or a slot) and has the right of way (see the header).
+ * Lock held.
+ */
 static void
 grant_waiters(void)
 {
-	while (queue_head != NULL)
-	{
-		Waiter	   *w = queue_head;
-		uint64_t	one = 1;
+	Waiter	  **link = &queue_head;
+	Waiter	   *previous = NULL;
+	const Waiter *reserving = NULL;
+	double		now = now_ms();
 
-		if (budget_used + w->gpu_bytes > service.budget_bytes ||
-			!slot_take(w->slot_bytes, &w->slot_offset))
-			return;
-		budget_used += w->gpu_bytes;
-		w->granted = true;
-		queue_head = w->next;
-		if (queue_head == NULL)
-			queue_tail = NULL;
-		if (write(w->event_fd, &one, sizeof(one)) < 0)
-			log_line("eventfd write failed: %s", strerror(errno));
+	while (*link != NULL)
+	{
+		Waiter	   *w = *link;
+		uint64_t	one = 1;
+		bool		may_pass = reserving == NULL ||
+			(w->gpu_bytes <= service.budget_bytes / SMALL_JOB_SHARE &&
+			 now - reserving->enqueued_ms < HEAD_RESERVE_MS);
+
+		if (!fits_session(w))
+		{
+			/* it waits for its own session: it holds up nobody */
+			previous = w;
+			link = &w->next;
+			continue;
+		}
+		if (may_pass && fits_budget(w) && slot_take(w->slot_bytes, &w->slot_offset))
+		{
+			budget_used += w->gpu_bytes;
+			if (w->gpu_bytes > 0)
+				session_charge(w->session, (int64_t) w->gpu_bytes);
+			w->granted = true;
+			*link = w->next;
+			if (queue_tail == w)
+				queue_tail = previous;
+			if (write(w->event_fd, &one, sizeof(one)) < 0)
+				log_line("eventfd write failed: %s", strerror(errno));
+			continue;
+		}
+		if (reserving == NULL)
+			reserving = w;
+		previous = w;
+		link = &w->next;
 	}
 }
 
+/* A job ends: its slot, and its GPU memory (what is left of it). */
 static void
-release(uint64_t slot_offset, uint64_t gpu_bytes)
+release(uint64_t slot_offset, uint64_t gpu_bytes, int32_t session)
 {
 	pthread_mutex_lock(&admission_lock);
 	slot_give_back(slot_offset);
 	budget_used -= gpu_bytes;
+	if (gpu_bytes > 0)
+		session_charge(session, -(int64_t) gpu_bytes);
 	grant_waiters();
 	pthread_mutex_unlock(&admission_lock);
 }
 
 /* A rows job's GPU memory given back before the job ends (its slot stays). */
 static void
-release_budget(uint64_t gpu_bytes)
+release_budget(uint64_t gpu_bytes, int32_t session)
 {
+	release(UINT64_MAX, gpu_bytes, session);
+}
+
+/* A rows job's memory becomes idle (it would give it back) or not. */
+static void
+mark_idle(int32_t id, uint64_t gpu_bytes, bool idle)
+{
+	Session    *session;
+
 	pthread_mutex_lock(&admission_lock);
-	budget_used -= gpu_bytes;
-	grant_waiters();
+	session = session_of(id, false);
+	if (idle)
+	{
+		idle_total += gpu_bytes;
+		if (session != NULL)
+			session->idle += gpu_bytes;
+	}
+	else
+	{
+		idle_total -= gpu_bytes;
+		if (session != NULL)
+			session->idle -= gpu_bytes;
+	}
 	pthread_mutex_unlock(&admission_lock);
 }
 
-/* Whether the first job in the queue waits for GPU memory (not a slot)
- * that `held` bytes given back would make enough. */
+/*
+ * Whether an idle rows job of session `id` should give its memory back: a
+ * waiting job would fit once the idle jobs gave theirs — the first that
+ * waits for the budget, with every idle job's memory back, or one of the
+ * same session that waits for the session's cap, with the session's idle
+ * memory back. Lock held by no one.
+ */
 static bool
-job_waits_for(uint64_t held)
+give_back_wanted(int32_t id)
 {
-	bool		waits;
+	bool		wanted = false;
 
 	pthread_mutex_lock(&admission_lock);
-	waits = queue_head != NULL && queue_head->gpu_bytes > 0 &&
-		budget_used + queue_head->gpu_bytes > service.budget_bytes &&
-		budget_used - held + queue_head->gpu_bytes <= service.budget_bytes;
+	for (const Waiter *w = queue_head; w != NULL && !wanted; w = w->next)
+	{
+		if (w->gpu_bytes == 0)
+			continue;
+		if (!fits_session(w))
+		{
+			Session    *session = session_of(w->session, false);
+
+			wanted = w->session == id && session != NULL &&
+				session->used - session->idle + w->gpu_bytes <= w->session_limit;
+			continue;
+		}
+		if (!fits_budget(w))
+		{
+			wanted = budget_used - idle_total + w->gpu_bytes <= service.budget_bytes;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&admission_lock);
-	return waits;
+	return wanted;
 }
 
 /* Removes a waiter that gave up; true if it had been granted meanwhile
@@ -256,18 +422,9 @@ leave_queue(Waiter *w)
 		if (queue_tail == w)
 			queue_tail = previous;
 	}
-	/* whoever follows may fit now */
+	/* whoever follows may go now */
 	grant_waiters();
 	return false;
-}
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 typedef enum
@@ -283,8 +440,8 @@ typedef enum
  * EOF while waiting is a cancel) and the wait bound.
  */
 static admit_result
-admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int64_t wait_ms,
-	  uint64_t *slot_offset, double *waited_ms)
+admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int32_t session,
+	  uint64_t session_limit, int64_t wait_ms, uint64_t *slot_offset, double *waited_ms)
 {
 	Waiter		w;
 	double		start = now_ms();
@@ -293,6 +450,9 @@ admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int64_t wait_ms,
 	memset(&w, 0, sizeof(w));
 	w.slot_bytes = slot_bytes;
 	w.gpu_bytes = gpu_bytes;
+	w.session = session;
+	w.session_limit = session_limit;
+	w.enqueued_ms = start;
 	w.event_fd = eventfd(0, EFD_CLOEXEC);
 	if (w.event_fd < 0)
 		return ADMIT_FAILED;
@@ -309,14 +469,9 @@ admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int64_t wait_ms,
 	for (;;)
 	{
 		struct pollfd fds[2] = {{client_fd, POLLIN, 0}, {w.event_fd, POLLIN, 0}};
-		int			timeout = -1;
+		double		left = wait_ms - (now_ms() - start);
+		int			ready;
 
-		if (wait_ms >= 0)
-		{
-			double		left = wait_ms - (now_ms() - start);
-
-			timeout = left > 0 ? (int) left + 1 : 0;
-		}
 		pthread_mutex_lock(&admission_lock);
 		if (w.granted)
 		{
@@ -326,8 +481,7 @@ admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int64_t wait_ms,
 		}
 		pthread_mutex_unlock(&admission_lock);
 
-		int			ready = poll(fds, 2, timeout);
-
+		ready = poll(fds, 2, left > 0 ? (int) left + 1 : 0);
 		if (ready < 0 && errno == EINTR)
 			continue;
 		if (ready < 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -352,7 +506,7 @@ admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int64_t wait_ms,
 		if (granted && result == ADMIT_TIMEOUT)
 			result = ADMIT_GRANTED;		/* it came in time after all */
 		else if (granted)
-			release(w.slot_offset, gpu_bytes);
+			release(w.slot_offset, gpu_bytes, session);
 	}
 	close(w.event_fd);
 	*slot_offset = w.slot_offset;
@@ -365,46 +519,32 @@ admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int64_t wait_ms,
  * ------------------------------------------------------------------------ */
 
 static uint64_t
-next_power_of_two(uint64_t n)
+estimate_gpu_bytes(const gs_message *job)
 {
-	uint64_t	p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
+	return gs_job_gpu_bytes(job);
 }
 
 /*
- * The GPU memory a job is counted for: its buffers as the kernels lay them
- * out (gpu_sort.cu, gpu_approx.cu), plus an allowance. The kernels enforce
- * the per-sort cap themselves; this keeps the jobs admitted together within
- * the budget.
+ * A job failed: its client hears why (the caller tells it), and the GPU's
+ * other jobs go on, unless the CUDA context is broken (a sticky error):
+ * then the process exits and the worker starts a new one.
  */
-static uint64_t
-estimate_gpu_bytes(const gs_message *job)
+static void
+job_failed(gpu_status status, const char *message)
 {
-	const uint64_t n = job->n;
-	const uint64_t kb = job->key_bytes;
-	const uint64_t index = job->with_index ? n * 2 * sizeof(uint32_t) : 0;
+	bool		broken;
 
-	switch (job->kind)
+	__atomic_add_fetch(&jobs_failed, 1, __ATOMIC_RELAXED);
+	if (status != GPU_FAILED)
+		return;
+	broken = service.emulated ? service.emulate_fail_sticky : gpu_device_check() != GPU_OK;
+	if (broken)
 	{
-		case GS_JOB_ROWS:
-			/* the rows twice while they are laid out in order, their
-			 * offsets, and the sort of their keys with its row index */
-			return 2 * job->capacity_bytes + n * (3 * sizeof(uint64_t)) +
-				n * (2 * sizeof(uint64_t) + 2 * sizeof(uint32_t)) + JOB_OVERHEAD_BYTES;
-		case GS_JOB_MINMAX:
-			return n * sizeof(uint64_t) + JOB_OVERHEAD_BYTES;
-		case GS_JOB_APPROX:
-			return 3 * n * kb + index + (uint64_t) job->intervals * 16 + JOB_OVERHEAD_BYTES;
-		default:
-			if (job->algorithm == GPU_ALGO_RADIX)
-				return 2 * n * kb + index + n * kb / 2 + JOB_OVERHEAD_BYTES;
-			if (!job->with_index)
-				return next_power_of_two(n) * kb + JOB_OVERHEAD_BYTES;
-			return n * (kb + sizeof(uint32_t)) + next_power_of_two(n) * 16 + JOB_OVERHEAD_BYTES;
+		log_line("a GPU failure left the GPU unusable: %s; restarting the GPU's process",
+				 message);
+		exit(GPUD_EXIT_DEVICE_FAULT);
 	}
+	log_line("a job failed on the GPU: %s; the GPU's other jobs go on", message);
 }
 
 /* The job's poll function: any message from the client, or its leaving,
@@ -461,6 +601,12 @@ run_emulated(gs_message *job, char *area, int *client_fd, gs_message *done)
 		if (client_cancelled(client_fd))
 			return GPU_INTERRUPTED;
 		nanosleep(&pause, NULL);
+	}
+	if (service.emulate_fail_n > 0 && job->n == service.emulate_fail_n)
+	{
+		snprintf(done->message, sizeof(done->message), "an emulated GPU failure (%u keys)",
+				 service.emulate_fail_n);
+		return GPU_FAILED;
 	}
 	if (job->memory_limit > 0 && estimate_gpu_bytes(job) > job->memory_limit)
 	{
@@ -593,18 +739,64 @@ send_message(int fd, gs_message *message, int pass_fd)
 	}
 }
 
-/* A whole message, or false at EOF or on a malformed one. */
+/* A whole message, or false at EOF or on a malformed one. A descriptor
+ * passed along lands in *passed_fd if that is not NULL (else, and beyond
+ * the first, it is closed); -1 if none came. */
+static bool
+receive_message_fd(int fd, gs_message *message, int *passed_fd)
+{
+	if (passed_fd != NULL)
+		*passed_fd = -1;
+	for (;;)
+	{
+		struct iovec iov = {message, sizeof(*message)};
+		struct msghdr header;
+		char		control[CMSG_SPACE(4 * sizeof(int))];
+		ssize_t		got;
+
+		memset(&header, 0, sizeof(header));
+		header.msg_iov = &iov;
+		header.msg_iovlen = 1;
+		header.msg_control = control;
+		header.msg_controllen = sizeof(control);
+		got = recvmsg(fd, &header, MSG_CMSG_CLOEXEC);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return false;
+		for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&header); cmsg != NULL;
+			 cmsg = CMSG_NXTHDR(&header, cmsg))
+			if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+			{
+				int			count = (int) ((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+				for (int i = 0; i < count; i++)
+				{
+					int			received;
+
+					memcpy(&received, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+					if (passed_fd != NULL && *passed_fd < 0)
+						*passed_fd = received;
+					else
+						close(received);
+				}
+			}
+		if (got != (ssize_t) sizeof(*message) || message->magic != GS_SERVICE_MAGIC)
+		{
+			if (passed_fd != NULL && *passed_fd >= 0)
+				close(*passed_fd);
+			if (passed_fd != NULL)
+				*passed_fd = -1;
+			return false;
+		}
+		return true;
+	}
+}
+
 static bool
 receive_message(int fd, gs_message *message)
 {
-	for (;;)
-	{
-		ssize_t		got = recv(fd, message, sizeof(*message), 0);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		return got == (ssize_t) sizeof(*message) && message->magic == GS_SERVICE_MAGIC;
-	}
+	return receive_message_fd(fd, message, NULL);
 }
 
 static void
@@ -626,16 +818,13 @@ refuse(int fd, gs_refusal refusal, double queue_ms, const char *format,...)
 static bool
 valid_job(const gs_message *job)
 {
-	if (job->n == 0 || job->n >= UINT32_MAX)
+	if (job->n == 0 || job->n >= UINT32_MAX || job->wait_ms < 0)
 		return false;
 	if (job->kind == GS_JOB_MINMAX)
 		return job->key_bytes == 8 && !job->with_index;
 	if (job->kind == GS_JOB_ROWS)
 		return job->capacity_bytes > 0 && job->capacity_bytes <= service.budget_bytes &&
-			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS &&
-			job->temp_dir[0] != '\0' &&
-			memchr(job->temp_dir, '\0', sizeof(job->temp_dir)) != NULL &&
-			job->temp_file_limit_bytes >= -1;
+			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS;
 	if (job->kind != GS_JOB_SORT && job->kind != GS_JOB_APPROX)
 		return false;
 	if ((job->key_bytes != 4 && job->key_bytes != 8) || job->key_bits > job->key_bytes * 8)
@@ -727,18 +916,32 @@ send_admitted(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot
 	return send_message(fd, &reply, -1);
 }
 
+/*
+ * Where a rows job's records are. In memory (the GPU's, or this process's
+ * when emulated) until they are given back; then in the client's file: in
+ * order if they were sorted first, else as they came, read in the order of
+ * `order` once sorted.
+ */
+typedef enum RowsPlace
+{
+	ROWS_IN_MEMORY,
+	ROWS_IN_FILE,				/* as they came, or in order once sorted */
+	ROWS_IN_FILE_BY_ORDER		/* as they came, read through `order` */
+} RowsPlace;
+
 typedef struct RowsJob
 {
 	gs_message	submit;
-	/* appends, the sort and reads take the lock: attached connections'
-	 * threads append to a shared job concurrently */
+	/* appends, the sort, reads and a give-back take the lock: attached
+	 * connections' threads append to a shared job concurrently */
 	pthread_mutex_t lock;
 	bool		closed;			/* the opener left: the memory is gone */
+	RowsPlace	place;
 	gpu_rows   *device;			/* the records on the GPU, or (emulated) */
-	char	   *host;			/* ... in this process's memory, or (given
-								 * back, in order) */
-	int			file;			/* ... in an unnamed temporary file; -1 */
+	char	   *host;			/* ... in this process's memory */
+	int			file;			/* the client's give-back file, or -1 */
 	bool		give_back_failed;	/* (tried once: the disk, say) */
+	bool		file_too_small; /* (said once in the log) */
 	uint64_t	used;			/* bytes held */
 	uint64_t	n;				/* records held */
 	uint64_t	allocated;		/* records the arrays below have room for */
@@ -747,6 +950,12 @@ typedef struct RowsJob
 	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
 	gs_key_column columns[GS_MAX_KEY_COLUMNS];
 	bool		sorted;
+	/* ROWS_IN_FILE_BY_ORDER: the i-th record in order is record order[i],
+	 * at source[order[i]] in the file, and starts at byte starts[i] of
+	 * the ordered rows */
+	uint32_t   *order;
+	uint64_t   *source;
+	uint64_t   *starts;
 	/* a shared job: in the registry under its token (under registry_lock,
 	 * with the count of connections that use it) */
 	uint64_t	token;
@@ -773,25 +982,35 @@ rows_job_free_keys(RowsJob *rows)
 	rows->allocated = 0;
 }
 
-/* The records, wherever they are: GPU, host memory or file. */
+/* The records in memory, once they are in the file (or the job ends). */
 static void
-rows_job_free_records(RowsJob *rows)
+rows_job_free_memory_records(RowsJob *rows)
 {
 	gpu_rows_destroy(rows->device);
 	rows->device = NULL;
 	free(rows->host);
 	rows->host = NULL;
-	if (rows->file >= 0)
-		close(rows->file);
-	rows->file = -1;
 }
 
 /* Frees what the job holds (not the job): under its lock, or alone. */
 static void
-rows_job_free_memory(RowsJob *rows)
+rows_job_free_all(RowsJob *rows)
 {
-	rows_job_free_records(rows);
+	rows_job_free_memory_records(rows);
 	rows_job_free_keys(rows);
+	free(rows->order);
+	free(rows->source);
+	free(rows->starts);
+	rows->order = NULL;
+	rows->source = NULL;
+	rows->starts = NULL;
+	if (rows->file >= 0)
+	{
+		close(rows->file);
+		if (rows->place != ROWS_IN_MEMORY)
+			__atomic_sub_fetch(&files_held, 1, __ATOMIC_RELAXED);
+	}
+	rows->file = -1;
 }
 
 /* A connection lets go of the job; the last one frees it. */
@@ -805,7 +1024,7 @@ rows_job_release(RowsJob *rows)
 	pthread_mutex_unlock(&registry_lock);
 	if (!last)
 		return;
-	rows_job_free_memory(rows);
+	rows_job_free_all(rows);
 	pthread_mutex_destroy(&rows->lock);
 	free(rows);
 }
@@ -856,7 +1075,7 @@ new_token(void)
 	return token != 0 ? token : 1;
 }
 
-/* realloc that keeps the old block when it fails (rows_job_free_memory
+/* realloc that keeps the old block when it fails (rows_job_free_all
  * frees it) */
 static bool
 grow_array(void **array, size_t bytes)
@@ -886,6 +1105,65 @@ rows_job_grow(RowsJob *rows, uint64_t records)
 			!grow_array((void **) &rows->column_nulls[k], size))
 			return false;
 	rows->allocated = size;
+	return true;
+}
+
+/* Whether the client's file has room for `bytes` (the client grows it
+ * ahead of what it sends: protocol.h). */
+static bool
+file_has_room(int file, uint64_t bytes)
+{
+	struct stat status;
+
+	return file >= 0 && fstat(file, &status) == 0 && (uint64_t) status.st_size >= bytes;
+}
+
+/* Writes all of `length` bytes at `offset`, or says why not. */
+static bool
+write_all(int file, const char *data, uint64_t length, uint64_t offset, char *message,
+		  size_t message_size)
+{
+	while (length > 0)
+	{
+		ssize_t		written = pwrite(file, data, length, (off_t) offset);
+
+		if (written < 0 && errno == EINTR)
+			continue;
+		if (written <= 0)
+		{
+			snprintf(message, message_size, "%s",
+					 written < 0 ? strerror(errno) : "nothing written");
+			return false;
+		}
+		data += written;
+		offset += (uint64_t) written;
+		length -= (uint64_t) written;
+	}
+	return true;
+}
+
+/* Reads all of `length` bytes at `offset`, or says why not. */
+static bool
+read_all(int file, char *data, uint64_t length, uint64_t offset, char *message,
+		 size_t message_size)
+{
+	while (length > 0)
+	{
+		ssize_t		got = pread(file, data, length, (off_t) offset);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+		{
+			snprintf(message, message_size,
+					 "the service could not read back the rows it moved to a file: %s",
+					 got < 0 ? strerror(errno) : "the file is short");
+			return false;
+		}
+		data += got;
+		offset += (uint64_t) got;
+		length -= (uint64_t) got;
+	}
 	return true;
 }
 
@@ -957,7 +1235,19 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 		snprintf(message, message_size, "a batch of rows is malformed");
 		return GPU_INVALID;
 	}
-	if (rows->host != NULL)
+	if (rows->place != ROWS_IN_MEMORY)
+	{
+		/* given back while the rows came in: the rest goes to the file */
+		if (!file_has_room(rows->file, rows->used + length) ||
+			!write_all(rows->file, slot, length, rows->used, message, message_size))
+		{
+			rows->n = first;
+			if (message[0] == '\0')
+				snprintf(message, message_size, "the sort's file has no room for its rows");
+			return GPU_INVALID;
+		}
+	}
+	else if (rows->host != NULL)
 		memcpy(rows->host + rows->used, slot, length);
 	else
 	{
@@ -974,6 +1264,38 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 	return GPU_OK;
 }
 
+/*
+ * Records given back before the sort (ROWS_IN_FILE, as they came) are
+ * read through `order`: where each lies in the file, and where it starts
+ * in the ordered rows.
+ */
+static gpu_status
+rows_job_order_file(RowsJob *rows, uint32_t *order, gs_message *done)
+{
+	uint64_t	n = rows->n > 0 ? rows->n : 1;
+
+	rows->source = malloc(n * sizeof(uint64_t));
+	rows->starts = malloc(n * sizeof(uint64_t));
+	if (rows->source == NULL || rows->starts == NULL)
+	{
+		snprintf(done->message, sizeof(done->message), "the service is out of host memory");
+		return GPU_OUT_OF_MEMORY;
+	}
+	for (uint64_t i = 0, position = 0; i < rows->n; i++)
+	{
+		rows->source[i] = position;
+		position += rows->lengths[i];
+	}
+	for (uint64_t i = 0, position = 0; i < rows->n; i++)
+	{
+		rows->starts[i] = position;
+		position += rows->lengths[order[i]];
+	}
+	rows->order = order;
+	rows->place = ROWS_IN_FILE_BY_ORDER;
+	return GPU_OK;
+}
+
 /* Sorts the records by their keys and lays them out in that order. */
 static gpu_status
 rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
@@ -983,10 +1305,11 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	gs_sort_report report;
 	gs_status	sorted;
 	gpu_status	status = GPU_OK;
+	bool		in_memory = rows->place == ROWS_IN_MEMORY;
 	/* page-locked where it can be: permute uploads it */
 	bool		order_pinned = false;
-	uint32_t   *order = gs_host_buffer_alloc(rows->n * sizeof(uint32_t),
-											 rows->host == NULL, &order_pinned);
+	uint32_t   *order = gs_host_buffer_alloc((rows->n > 0 ? rows->n : 1) * sizeof(uint32_t),
+											 in_memory && rows->host == NULL, &order_pinned);
 
 	if (order == NULL)
 	{
@@ -1002,8 +1325,9 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	gs_sort_request_init(&settings);
 	settings.algorithm = GS_ALGO_RADIX;
 	/* the rows are here either way: if the GPU cannot sort their keys (its
-	 * memory), this process's CPU does */
-	settings.device = service.emulated ? GS_DEVICE_CPU : GS_DEVICE_AUTO;
+	 * memory), this process's CPU does; a job that gave its GPU memory
+	 * back sorts on the CPU, outside the budget */
+	settings.device = service.emulated || !in_memory ? GS_DEVICE_CPU : GS_DEVICE_AUTO;
 	settings.gpu_memory_limit = rows->submit.memory_limit;
 	settings.poll = client_cancelled;
 	settings.poll_arg = client_fd;
@@ -1021,7 +1345,28 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	}
 	done->timing.upload_ms = (float) report.upload_ms;
 	done->timing.sort_ms = (float) (report.sort_ms + report.download_ms);
-	if (rows->host != NULL)
+	if (!in_memory)
+	{
+		uint32_t   *kept = order;
+
+		if (order_pinned)
+		{
+			/* kept for the reads: in plain memory */
+			kept = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint32_t));
+			if (kept != NULL)
+				memcpy(kept, order, rows->n * sizeof(uint32_t));
+			gs_host_buffer_free(order, order_pinned);
+			if (kept == NULL)
+			{
+				snprintf(done->message, sizeof(done->message), "the service is out of host memory");
+				return GPU_OUT_OF_MEMORY;
+			}
+		}
+		status = rows_job_order_file(rows, kept, done);
+		if (status != GPU_OK)
+			free(kept);
+	}
+	else if (rows->host != NULL)
 	{
 		/* (emulated) the records' offsets are the sums of the lengths
 		 * before them, as gpu_rows_permute() finds them */
@@ -1051,6 +1396,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		free(offsets);
 		free(rows->host);
 		rows->host = ordered;
+		gs_host_buffer_free(order, order_pinned);
 	}
 	else
 	{
@@ -1062,8 +1408,8 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 			snprintf(done->message, sizeof(done->message), "%s", gpu_last_error());
 		done->timing.upload_ms += permute.upload_ms;
 		done->timing.sort_ms += permute.sort_ms;
+		gs_host_buffer_free(order, order_pinned);
 	}
-	gs_host_buffer_free(order, order_pinned);
 	if (status == GPU_OK)
 	{
 		rows->sorted = true;
@@ -1071,6 +1417,45 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		rows_job_free_keys(rows);	/* the records are in order now */
 	}
 	return status;
+}
+
+/* ROWS_IN_FILE_BY_ORDER: bytes [offset, offset + length) of the ordered
+ * rows, record by record from where each lies in the file. */
+static bool
+read_by_order(RowsJob *rows, char *into, uint64_t offset, uint64_t length, char *message,
+			  size_t message_size)
+{
+	uint64_t	low = 0,
+				high = rows->n;
+
+	/* the last record that starts at or before offset */
+	while (high - low > 1)
+	{
+		uint64_t	middle = low + (high - low) / 2;
+
+		if (rows->starts[middle] <= offset)
+			low = middle;
+		else
+			high = middle;
+	}
+	for (uint64_t i = low, done = 0; done < length; i++)
+	{
+		uint64_t	end = i + 1 < rows->n ? rows->starts[i + 1] : rows->used;
+		uint64_t	within = offset + done - rows->starts[i];
+		uint64_t	piece = end - rows->starts[i] - within;
+
+		if (i >= rows->n)
+		{
+			snprintf(message, message_size, "a read beyond the rows");
+			return false;
+		}
+		piece = piece < length - done ? piece : length - done;
+		if (!read_all(rows->file, into + done, piece, rows->source[rows->order[i]] + within,
+					  message, message_size))
+			return false;
+		done += piece;
+	}
+	return true;
 }
 
 /* Reads bytes [offset, offset + length) of the ordered records into the
@@ -1081,24 +1466,15 @@ rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length,
 {
 	gpu_status	status = GPU_OK;
 
-	if (rows->file >= 0)
+	if (rows->place == ROWS_IN_FILE)
 	{
-		for (uint64_t done = 0; done < length;)
-		{
-			ssize_t		got = pread(rows->file, slot + done, length - done,
-									(off_t) (offset + done));
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-			{
-				snprintf(message, message_size,
-						 "the service could not read back the rows it moved to a file: %s",
-						 got < 0 ? strerror(errno) : "the file is short");
-				return GPU_INVALID;
-			}
-			done += (uint64_t) got;
-		}
+		if (!read_all(rows->file, slot, length, offset, message, message_size))
+			return GPU_INVALID;
+	}
+	else if (rows->place == ROWS_IN_FILE_BY_ORDER)
+	{
+		if (!read_by_order(rows, slot, offset, length, message, message_size))
+			return GPU_INVALID;
 	}
 	else if (rows->host != NULL)
 		memcpy(slot, rows->host + offset, length);
@@ -1107,97 +1483,49 @@ rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length,
 	return status;
 }
 
-/* Writes all of `length` bytes, or says why not. */
-static bool
-write_all(int file, const char *data, uint64_t length, char *message, size_t message_size)
-{
-	while (length > 0)
-	{
-		ssize_t		written = write(file, data, length);
-
-		if (written < 0 && errno == EINTR)
-			continue;
-		if (written <= 0)
-		{
-			snprintf(message, message_size, "%s",
-					 written < 0 ? strerror(errno) : "nothing written");
-			return false;
-		}
-		data += written;
-		length -= (uint64_t) written;
-	}
-	return true;
-}
-
-/* An unnamed file in directory `dir` (made if missing), or -1. */
-static int
-open_unnamed_file(const char *dir, char *message, size_t message_size)
-{
-	char		path[1100];
-	int			file;
-
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-	{
-		snprintf(message, message_size, "cannot make %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	file = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (file >= 0)
-		return file;
-	/* (a file system without O_TMPFILE: a named one, removed at once) */
-	snprintf(path, sizeof(path), "%s/gpusort_gpud.XXXXXX", dir);
-	file = mkostemp(path, O_CLOEXEC);
-	if (file < 0)
-	{
-		snprintf(message, message_size, "cannot make a file in %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	unlink(path);
-	return file;
-}
-
 /*
- * A sorted job gives its GPU memory back: every ordered record goes to an
- * unnamed temporary file, which the reads use from then on. False (the
- * memory kept, the reason logged) if the file cannot be written or would
- * pass the client's temp_file_limit. Under the job's lock.
+ * The job gives its GPU memory back: every record held goes to the
+ * client's file, in order if sorted, else as they came (the rest follows
+ * them there). False (the memory kept, the reason logged) if the file has
+ * not the room (the client grows it ahead of what it sends; a shared job
+ * only before its sort) or cannot be written. Under the job's lock.
  */
 static bool
 rows_job_give_back(RowsJob *rows)
 {
-	char		message[1200] = "";	/* (a directory's name, a reason) */
+	char		message[512] = "";
 	uint64_t	buffer_bytes = rows->used < GIVE_BACK_BUFFER_BYTES ?
 		rows->used : GIVE_BACK_BUFFER_BYTES;
-	char	   *buffer = rows->host != NULL ? NULL : malloc(buffer_bytes > 0 ? buffer_bytes : 1);
-	int			file = -1;
-	bool		ok = rows->host != NULL || buffer != NULL;
+	char	   *buffer = NULL;
+	bool		ok;
 
+	if (!file_has_room(rows->file, rows->used))
+	{
+		/* the client did not grow its file to hold them (its
+		 * temp_file_limit, or a shared job before its sort): not now */
+		if (!rows->file_too_small)
+			log_line("a rows job idle for %d ms keeps its GPU memory: its client's file "
+					 "has no room for its %llu kB of rows (temp_file_limit)",
+					 ROWS_IDLE_GIVE_BACK_MS, (unsigned long long) (rows->used >> 10));
+		rows->file_too_small = true;
+		return false;
+	}
+	ok = rows->host != NULL || (buffer = malloc(buffer_bytes > 0 ? buffer_bytes : 1)) != NULL;
 	if (!ok)
 		snprintf(message, sizeof(message), "out of host memory");
-	if (ok && rows->submit.temp_file_limit_bytes >= 0 &&
-		rows->used > (uint64_t) rows->submit.temp_file_limit_bytes)
-	{
-		snprintf(message, sizeof(message), "its %llu kB of rows exceed the client's "
-				 "temp_file_limit (%lld kB)", (unsigned long long) (rows->used >> 10),
-				 (long long) (rows->submit.temp_file_limit_bytes >> 10));
-		ok = false;
-	}
-	if (ok)
-		ok = (file = open_unnamed_file(rows->submit.temp_dir, message, sizeof(message))) >= 0;
 	for (uint64_t offset = 0; ok && offset < rows->used;)
 	{
 		uint64_t	piece = rows->used - offset < GIVE_BACK_BUFFER_BYTES ?
 			rows->used - offset : GIVE_BACK_BUFFER_BYTES;
-		const char *data = rows->host + offset;
+		const char *data = rows->host != NULL ? rows->host + offset : buffer;
 
 		if (rows->host == NULL)
 		{
 			ok = gpu_rows_read(rows->device, offset, buffer, piece) == GPU_OK;
 			if (!ok)
 				snprintf(message, sizeof(message), "%s", gpu_last_error());
-			data = buffer;
 		}
-		ok = ok && write_all(file, data, piece, message, sizeof(message));
+		ok = ok && write_all(rows->file, data, piece, offset, message, sizeof(message));
 		offset += piece;
 	}
 	free(buffer);
@@ -1205,35 +1533,51 @@ rows_job_give_back(RowsJob *rows)
 	{
 		log_line("a rows job idle for %d ms kept its GPU memory: %s", ROWS_IDLE_GIVE_BACK_MS,
 				 message);
-		if (file >= 0)
-			close(file);
 		rows->give_back_failed = true;
 		return false;
 	}
-	rows_job_free_records(rows);
-	rows->file = file;
+	rows_job_free_memory_records(rows);
+	rows->place = ROWS_IN_FILE;
+	__atomic_add_fetch(&files_held, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
+/* Whether the job may give its memory back now (its client idle): it has
+ * a file, and is not a shared job still taking others' batches. */
+static bool
+may_give_back(const RowsJob *rows, uint64_t gpu_bytes)
+{
+	return gpu_bytes > 0 && rows->file >= 0 && !rows->give_back_failed &&
+		(rows->sorted || !rows->submit.shared);
+}
+
 /*
- * The next message of a rows job's client. Meanwhile a sorted job whose
- * client asks for nothing gives its GPU memory back to a job that waits
- * for memory (*gpu_bytes becomes 0: the budget has it again).
+ * The next message of a rows job's client. Meanwhile, while the client
+ * asks for nothing, the job gives its GPU memory back when a waiting job
+ * needs it (*gpu_bytes becomes 0: the budget has it again).
  */
 static bool
 receive_rows_message(int fd, RowsJob *rows, uint64_t *gpu_bytes, gs_message *message)
 {
-	while (rows->sorted && *gpu_bytes > 0 && !rows->give_back_failed)
+	bool		idle = false;
+
+	while (may_give_back(rows, *gpu_bytes))
 	{
 		struct pollfd client = {fd, POLLIN, 0};
 		int			ready = poll(&client, 1, ROWS_IDLE_GIVE_BACK_MS);
 		bool		gave_back;
+		uint64_t	held = *gpu_bytes;
 
 		if (ready < 0 && errno == EINTR)
 			continue;
 		if (ready != 0)
 			break;				/* a message, or the client left */
-		if (!job_waits_for(*gpu_bytes))
+		if (!idle)
+		{
+			mark_idle(rows->submit.session_id, held, true);
+			idle = true;
+		}
+		if (!give_back_wanted(rows->submit.session_id))
 			continue;
 		pthread_mutex_lock(&rows->lock);
 		gave_back = rows_job_give_back(rows);
@@ -1241,18 +1585,22 @@ receive_rows_message(int fd, RowsJob *rows, uint64_t *gpu_bytes, gs_message *mes
 		if (gave_back)
 		{
 			log_line("a rows job idle for %d ms gave its %llu MB of GPU memory to a waiting "
-					 "job (its %llu MB of rows went to a temporary file)",
-					 ROWS_IDLE_GIVE_BACK_MS, (unsigned long long) (*gpu_bytes >> 20),
-					 (unsigned long long) (rows->used >> 20));
-			release_budget(*gpu_bytes);
+					 "job (its %llu MB of %s rows went to its client's file)",
+					 ROWS_IDLE_GIVE_BACK_MS, (unsigned long long) (held >> 20),
+					 (unsigned long long) (rows->used >> 20),
+					 rows->sorted ? "sorted" : "unsorted");
+			mark_idle(rows->submit.session_id, held, false);
+			idle = false;
 			*gpu_bytes = 0;
+			release_budget(held, rows->submit.session_id);
 		}
 	}
+	if (idle)
+		mark_idle(rows->submit.session_id, *gpu_bytes, false);
 	return receive_message(fd, message);
 }
 
-/* A failure ends the connection with a DONE that says so; a GPU failure
- * then ends the process, as a failed sort does. */
+/* A failure ends the connection with a DONE that says so. */
 static void
 rows_job_failed(int fd, gpu_status status, gs_message *reply)
 {
@@ -1262,11 +1610,7 @@ rows_job_failed(int fd, gpu_status status, gs_message *reply)
 		snprintf(reply->message, sizeof(reply->message), "%s",
 				 service.emulated ? "the emulated GPU failed" : gpu_last_error());
 	send_message(fd, reply, -1);
-	if (status == GPU_FAILED && !service.emulated)
-	{
-		log_line("a GPU failure: %s; restarting the GPU's process", reply->message);
-		exit(GPUD_EXIT_DEVICE_FAULT);
-	}
+	job_failed(status, reply->message);
 }
 
 /* A PUT of `records` records at `slot_position`: appended under the job's
@@ -1277,7 +1621,7 @@ rows_put(RowsJob *rows, const gs_message *message, char *slot, uint64_t slot_byt
 {
 	gpu_status	status;
 
-	if (message->slot_position > slot_bytes || message->length > slot_bytes - message->slot_position)
+	if (!gs_range_within(message->slot_position, message->length, slot_bytes))
 	{
 		snprintf(reply->message, sizeof(reply->message), "a batch beyond the slot");
 		return GPU_INVALID;
@@ -1293,16 +1637,17 @@ rows_put(RowsJob *rows, const gs_message *message, char *slot, uint64_t slot_byt
 	reply->type = GS_MSG_ACK;
 	reply->records = *records;
 	reply->offset = *bytes;
+	reply->given_back = rows->place != ROWS_IN_MEMORY;
 	return GPU_OK;
 }
 
 /*
  * An admitted rows job, to its end: its memory, ADMITTED (or REFUSED when
  * the memory cannot be had), PUTs until RUN, then GETs until the client
- * closes.
+ * closes. `file` is the client's give-back file (the job's now), or -1.
  */
 static void
-serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_bytes,
+serve_rows(int fd, const gs_message *job, int file, uint64_t slot_offset, uint64_t slot_bytes,
 		   uint64_t *gpu_bytes, double queue_ms)
 {
 	RowsJob    *rows = calloc(1, sizeof(RowsJob));
@@ -1316,10 +1661,14 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 	if (rows == NULL)
 	{
 		refuse(fd, GS_REFUSED_OUT_OF_MEMORY, queue_ms, "the service is out of host memory");
+		if (file >= 0)
+			close(file);
 		return;
 	}
+	__atomic_add_fetch(&rows_jobs_open, 1, __ATOMIC_RELAXED);
 	rows->submit = *job;
-	rows->file = -1;
+	rows->file = file;
+	rows->place = ROWS_IN_MEMORY;
 	rows->references = 1;
 	pthread_mutex_init(&rows->lock, NULL);
 	for (uint32_t k = 0; k < job->nkeys; k++)
@@ -1333,6 +1682,7 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 			   (unsigned long long) (job->capacity_bytes >> 20),
 			   service.emulated ? "host" : "GPU", service.emulated ? "" : gpu_last_error());
 		rows_job_release(rows);
+		__atomic_sub_fetch(&rows_jobs_open, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	if (job->shared)
@@ -1364,9 +1714,8 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 				break;
 		}
 		else if (message.type == GS_MSG_GET && rows->sorted &&
-				 message.slot_position <= slot_bytes &&
-				 message.length <= slot_bytes - message.slot_position &&
-				 message.offset <= rows->used && message.length <= rows->used - message.offset)
+				 gs_range_within(message.slot_position, message.length, slot_bytes) &&
+				 gs_range_within(message.offset, message.length, rows->used))
 		{
 			pthread_mutex_lock(&rows->lock);
 			status = rows_job_read(rows, slot + message.slot_position, message.offset,
@@ -1375,7 +1724,7 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 			reply.type = GS_MSG_ACK;
 			reply.offset = message.offset;
 			reply.length = message.length;
-			reply.given_back = rows->file >= 0;
+			reply.given_back = rows->place != ROWS_IN_MEMORY;
 		}
 		else
 			break;				/* out of turn, or a cancel: the job ends */
@@ -1389,9 +1738,10 @@ serve_rows(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_by
 		rows_job_unregister(rows);
 	pthread_mutex_lock(&rows->lock);
 	rows->closed = true;
-	rows_job_free_memory(rows);
+	rows_job_free_all(rows);
 	pthread_mutex_unlock(&rows->lock);
 	rows_job_release(rows);
+	__atomic_sub_fetch(&rows_jobs_open, 1, __ATOMIC_RELAXED);
 	if (status != GPU_OK && status != GPU_INTERRUPTED)
 		rows_job_failed(fd, status, &reply);
 }
@@ -1440,11 +1790,11 @@ serve_attach(int fd, const gs_message *job)
 		refuse(fd, GS_REFUSED_BAD_REQUEST, 0, "the shared rows job has ended");
 		return;
 	}
-	switch (admit(fd, slot_bytes, 0, 0, &slot_offset, &queue_ms))
+	switch (admit(fd, slot_bytes, 0, job->session_id, 0, 0, &slot_offset, &queue_ms))
 	{
 		case ADMIT_GRANTED:
 			serve_attached(fd, job, rows, slot_offset, slot_bytes, queue_ms);
-			release(slot_offset, 0);
+			release(slot_offset, 0, job->session_id);
 			break;
 		case ADMIT_TIMEOUT:
 			refuse(fd, GS_REFUSED_QUEUE_TIMEOUT, queue_ms, "no room in the staging area");
@@ -1459,6 +1809,7 @@ static void *
 serve_connection(void *arg)
 {
 	int			fd = (int) (intptr_t) arg;
+	int			file = -1;
 	gs_message	message;
 	gs_message	job;
 	gs_message	done;
@@ -1474,8 +1825,8 @@ serve_connection(void *arg)
 	/* HELLO: the same protocol and the same build, or nothing */
 	if (!receive_message(fd, &message) || message.type != GS_MSG_HELLO)
 		goto out;
-	if (message.protocol != GS_SERVICE_PROTOCOL ||
-		strncmp(message.build, service.build, sizeof(message.build)) != 0)
+	message.build[sizeof(message.build) - 1] = '\0';
+	if (message.protocol != GS_SERVICE_PROTOCOL || strcmp(message.build, service.build) != 0)
 	{
 		refuse(fd, GS_REFUSED_VERSION, 0,
 			   "gpusort-gpud %s (protocol %d) cannot serve gpusort %.60s (protocol %u): "
@@ -1485,9 +1836,14 @@ serve_connection(void *arg)
 	}
 	welcome(fd);
 
-	/* SUBMIT, or the connection was only a look (the worker's) */
-	if (!receive_message(fd, &job) || job.type != GS_MSG_SUBMIT)
+	/* SUBMIT (a rows job's comes with its file) */
+	if (!receive_message_fd(fd, &job, &file) || job.type != GS_MSG_SUBMIT)
 		goto out;
+	if (job.kind != GS_JOB_ROWS && file >= 0)
+	{
+		close(file);
+		file = -1;
+	}
 	if (!service.device.usable)
 	{
 		refuse(fd, GS_REFUSED_NO_GPU, 0, "%s", service.device.reason);
@@ -1525,8 +1881,18 @@ serve_connection(void *arg)
 			   (unsigned long long) (service.budget_bytes >> 20));
 		goto out;
 	}
+	if (job.session_memory_limit > 0 && gpu_bytes > job.session_memory_limit)
+	{
+		refuse(fd, GS_REFUSED_TOO_LARGE, 0,
+			   "the sort needs about %llu MB of GPU memory, more than a session may hold "
+			   "(gpusort.session_gpu_memory_limit = %llu MB)",
+			   (unsigned long long) (gpu_bytes >> 20),
+			   (unsigned long long) (job.session_memory_limit >> 20));
+		goto out;
+	}
 
-	switch (admit(fd, slot_bytes, gpu_bytes, job.wait_ms, &slot_offset, &queue_ms))
+	switch (admit(fd, slot_bytes, gpu_bytes, job.session_id, job.session_memory_limit,
+				  job.wait_ms, &slot_offset, &queue_ms))
 	{
 		case ADMIT_GRANTED:
 			break;
@@ -1540,7 +1906,8 @@ serve_connection(void *arg)
 
 	if (job.kind == GS_JOB_ROWS)
 	{
-		serve_rows(fd, &job, slot_offset, slot_bytes, &gpu_bytes, queue_ms);
+		serve_rows(fd, &job, file, slot_offset, slot_bytes, &gpu_bytes, queue_ms);
+		file = -1;				/* the job's, closed with it */
 		goto done_with_slot;
 	}
 	if (chunked && (buffer = malloc(area_bytes)) == NULL)
@@ -1548,8 +1915,7 @@ serve_connection(void *arg)
 		refuse(fd, GS_REFUSED_OUT_OF_MEMORY, queue_ms,
 			   "the service could not allocate %llu MB of host memory for the job",
 			   (unsigned long long) (area_bytes >> 20));
-		release(slot_offset, gpu_bytes);
-		goto out;
+		goto done_with_slot;
 	}
 	if (!send_admitted(fd, &job, slot_offset, slot_bytes, chunked, gpu_bytes, queue_ms, 0))
 		goto done_with_slot;
@@ -1572,11 +1938,8 @@ serve_connection(void *arg)
 				 service.emulated ? "the emulated GPU failed" : gpu_last_error());
 	if (status != GPU_INTERRUPTED)
 		send_message(fd, &done, -1);
-	if (status == GPU_FAILED && !service.emulated)
-	{
-		log_line("a GPU failure: %s; restarting the GPU's process", done.message);
-		exit(GPUD_EXIT_DEVICE_FAULT);
-	}
+	if (status != GPU_OK && status != GPU_INTERRUPTED)
+		job_failed(status, done.message);
 	/* the client reads its results (pieces of them, when chunked), then
 	 * closes: only then is the slot free */
 	if (chunked)
@@ -1586,10 +1949,13 @@ serve_connection(void *arg)
 			;
 
 done_with_slot:
-	release(slot_offset, gpu_bytes);
+	release(slot_offset, gpu_bytes, job.session_id);
 out:
+	if (file >= 0)
+		close(file);
 	free(buffer);
 	close(fd);
+	__atomic_sub_fetch(&connections_open, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -1601,8 +1967,8 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: gpusort-gpud --socket NAME --gpu-index N --staging-mb MB --budget-mb MB\n"
-			"                    --build VERSION\n"
+			"usage: gpusort-gpud --gpu-index N --staging-mb MB --budget-mb MB --build VERSION\n"
+			"       (its listening socket on descriptor 3, its status page on 4)\n"
 			"       gpusort-gpud --count    (prints how many GPUs it sees)\n"
 			"Started by gpusort's background worker, not by hand.\n");
 	exit(GPUD_EXIT_USAGE);
@@ -1627,6 +1993,8 @@ probe_device(void)
 
 		service.emulated = true;
 		service.emulate_delay_ms = env_number("GPUSORT_SERVICE_EMULATE_DELAY_MS");
+		service.emulate_fail_n = env_number("GPUSORT_SERVICE_EMULATE_FAIL_N");
+		service.emulate_fail_sticky = env_number("GPUSORT_SERVICE_EMULATE_FAIL_STICKY") > 0;
 		memset(d, 0, sizeof(*d));
 		d->usable = true;
 		snprintf(d->name, sizeof(d->name), "emulated GPU %d (the CPU engine)", service.gpu_index);
@@ -1640,9 +2008,12 @@ probe_device(void)
 static void
 make_staging_area(void)
 {
-	service.staging_fd = memfd_create("gpusort-staging", MFD_CLOEXEC);
+	/* sealed at its size: a backend that mapped it can trust its size and
+	 * never meets a SIGBUS from a shrunk file */
+	service.staging_fd = memfd_create("gpusort-staging", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (service.staging_fd < 0 ||
-		ftruncate(service.staging_fd, (off_t) service.staging_bytes) != 0)
+		ftruncate(service.staging_fd, (off_t) service.staging_bytes) != 0 ||
+		fcntl(service.staging_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
 	{
 		log_line("cannot create the staging area (%llu MB): %s",
 				 (unsigned long long) (service.staging_bytes >> 20), strerror(errno));
@@ -1660,30 +2031,83 @@ make_staging_area(void)
 		log_line("the staging area stays pageable (slower copies): %s", gpu_last_error());
 }
 
+/* The socket the worker bound for this process (GS_GPUD_LISTEN_FD), now
+ * listening: backends then see this process as its peer. */
 static int
 listen_socket(void)
 {
-	struct sockaddr_un address;
-	size_t		length = strlen(service.socket_name);
-	int			fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int			fd = GS_GPUD_LISTEN_FD;
+	int			type = 0;
+	socklen_t	length = sizeof(type);
 
-	memset(&address, 0, sizeof(address));
-	address.sun_family = AF_UNIX;
-	if (fd < 0 || length + 1 >= sizeof(address.sun_path))
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_SEQPACKET ||
+		fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || listen(fd, 256) != 0)
 	{
-		log_line("cannot make a socket: %s", strerror(errno));
-		exit(1);
-	}
-	/* abstract namespace: sun_path[0] stays '\0' */
-	memcpy(address.sun_path + 1, service.socket_name, length);
-	if (bind(fd, (struct sockaddr *) &address,
-			 (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + length)) != 0 ||
-		listen(fd, 256) != 0)
-	{
-		log_line("cannot listen on @%s: %s", service.socket_name, strerror(errno));
+		log_line("no listening socket from the worker on descriptor %d: %s", fd,
+				 strerror(errno));
 		exit(1);
 	}
 	return fd;
+}
+
+/* The worker's status page (GS_GPUD_STATUS_FD), mapped; exits without it. */
+static void
+map_status_page(void)
+{
+	struct stat file;
+	void	   *mapped;
+
+	if (fstat(GS_GPUD_STATUS_FD, &file) != 0 || file.st_size < (off_t) sizeof(gs_status_page))
+	{
+		log_line("no status page from the worker on descriptor %d", GS_GPUD_STATUS_FD);
+		exit(1);
+	}
+	mapped = mmap(NULL, sizeof(gs_status_page), PROT_READ | PROT_WRITE, MAP_SHARED,
+				  GS_GPUD_STATUS_FD, 0);
+	if (mapped == MAP_FAILED)
+	{
+		log_line("cannot map the status page: %s", strerror(errno));
+		exit(1);
+	}
+	close(GS_GPUD_STATUS_FD);
+	service.status = mapped;
+}
+
+/* Rewrites the status page: its state, what was found, and the load now,
+ * between two increments of its sequence (protocol.h). Main thread only. */
+static void
+publish_status(gs_gpud_state state)
+{
+	gs_status_page *page = service.status;
+
+	__atomic_store_n(&page->sequence, page->sequence + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	page->magic = GS_STATUS_MAGIC;
+	page->protocol = GS_SERVICE_PROTOCOL;
+	page->state = state;
+	page->device = service.device;
+	page->staging_bytes = service.staging_bytes;
+	page->budget_bytes = service.budget_bytes;
+	page->generation = service.generation;
+	page->emulated = service.emulated;
+	page->connections = __atomic_load_n(&connections_open, __ATOMIC_RELAXED);
+	page->rows_jobs = __atomic_load_n(&rows_jobs_open, __ATOMIC_RELAXED);
+	page->files_open = __atomic_load_n(&files_held, __ATOMIC_RELAXED);
+	page->jobs_failed = __atomic_load_n(&jobs_failed, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&admission_lock);
+	page->jobs_waiting = 0;
+	for (Waiter *w = queue_head; w != NULL; w = w->next)
+		page->jobs_waiting++;
+	page->slots_used = (uint32_t) nslots;
+	page->budget_used = budget_used;
+	pthread_mutex_unlock(&admission_lock);
+	__atomic_store_n(&page->sequence, page->sequence + 1, __ATOMIC_RELEASE);
+}
+
+static void
+beat(void)
+{
+	__atomic_add_fetch(&service.status->heartbeat, 1, __ATOMIC_RELAXED);
 }
 
 int
@@ -1718,9 +2142,7 @@ main(int argc, char **argv)
 		}
 		if (value == NULL)
 			usage();
-		if (strcmp(argv[i], "--socket") == 0)
-			service.socket_name = value;
-		else if (strcmp(argv[i], "--gpu-index") == 0)
+		if (strcmp(argv[i], "--gpu-index") == 0)
 			service.gpu_index = atoi(value);
 		else if (strcmp(argv[i], "--staging-mb") == 0)
 			service.staging_bytes = strtoull(value, NULL, 10) << 20;
@@ -1732,11 +2154,20 @@ main(int argc, char **argv)
 			usage();
 		i++;
 	}
-	if (service.socket_name == NULL || service.gpu_index < 0 || service.staging_bytes == 0 ||
-		service.build[0] == '\0')
+	if (service.gpu_index < 0 || service.staging_bytes == 0 || service.build[0] == '\0')
 		usage();
+	/* the server's module and this program come from one build, or the
+	 * service does not start (a package upgraded under a running server:
+	 * restart it) */
+	if (strcmp(service.build, GPUSORT_BUILD) != 0)
+	{
+		log_line("this gpusort-gpud is build %s, the server's gpusort module build %s: "
+				 "restart the server after installing gpusort", GPUSORT_BUILD, service.build);
+		exit(GPUD_EXIT_USAGE);
+	}
 
 	signal(SIGPIPE, SIG_IGN);
+	map_status_page();
 	service.generation = ((uint64_t) getpid() << 32) | (uint32_t) time(NULL);
 
 	probe_device();				/* creates the CUDA context */
@@ -1754,17 +2185,29 @@ main(int argc, char **argv)
 	else
 		log_line("no usable GPU: %s", service.device.reason);
 
+	/*
+	 * The accept loop: it beats the heartbeat and refreshes the status page
+	 * every GS_HEARTBEAT_MS, so the worker sees it alive (a process stopped
+	 * or stuck here stops the heartbeat, and the worker restarts it).
+	 */
 	for (;;)
 	{
+		gs_gpud_state state = service.device.usable ? GS_GPUD_READY : GS_GPUD_NO_GPU;
+		struct pollfd listening = {listen_fd, POLLIN, 0};
 		struct ucred peer;
 		socklen_t	peer_length = sizeof(peer);
 		pthread_t	thread;
 		pthread_attr_t attributes;
-		int			fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		int			fd;
 
+		publish_status(state);
+		beat();
+		if (poll(&listening, 1, GS_HEARTBEAT_MS) <= 0)
+			continue;
+		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 		{
-			if (errno != EINTR && errno != ECONNABORTED)
+			if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
 				log_line("accept: %s", strerror(errno));
 			continue;
 		}
@@ -1772,14 +2215,18 @@ main(int argc, char **argv)
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) != 0 ||
 			peer.uid != geteuid())
 		{
+			log_line("refused a connection from pid %d, uid %d: not the server's user",
+					 (int) peer.pid, (int) peer.uid);
 			close(fd);
 			continue;
 		}
+		__atomic_add_fetch(&connections_open, 1, __ATOMIC_RELAXED);
 		pthread_attr_init(&attributes);
 		pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&thread, &attributes, serve_connection, (void *) (intptr_t) fd) != 0)
 		{
 			log_line("cannot start a thread: %s", strerror(errno));
+			__atomic_sub_fetch(&connections_open, 1, __ATOMIC_RELAXED);
 			close(fd);
 		}
 		pthread_attr_destroy(&attributes);

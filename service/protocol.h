@@ -1,21 +1,40 @@
 /*
- * protocol.h — what backends and the GPU service's CUDA process say to each
- * other. Plain C, no PostgreSQL: included by service/gpud.c (the CUDA
- * process) and by service/client.c (the backends' side).
+ * protocol.h — what the GPU service's processes say to each other. Plain C,
+ * no PostgreSQL: included by service/gpud.c (the CUDA process), by
+ * service/client.c (the backends' side) and by service/worker.c (the
+ * supervisor).
  *
  * The service layer, in one picture:
  *
  *   backend ──(client.c)── Unix socket + shared staging memory ──> gpusort-gpud
  *                                                                  (gpud.c, one per GPU)
  *   bgworker "gpusort GPU service" (worker.c): starts, watches and restarts
- *   the gpusort-gpud processes; publishes their state in PostgreSQL's shared
- *   memory (service.h).
+ *   the gpusort-gpud processes through a status page each (below); publishes
+ *   their state in PostgreSQL's shared memory (service.h).
  *
- * gpusort-gpud owns everything CUDA: the context, the staging area (a memfd
- * it page-locks; backends map it through the descriptor it passes them), the
- * GPU memory budget and the queue of jobs waiting for admission. It runs no
- * PostgreSQL code and is not attached to PostgreSQL's shared memory, so its
- * crash is not a crash of a server process: the postmaster never sees it.
+ * gpusort-gpud owns everything CUDA: the context, the staging area (a sealed
+ * memfd it page-locks; backends map it through the descriptor it passes
+ * them), the GPU memory budget and the queue of jobs waiting for admission.
+ * It runs no PostgreSQL code and is not attached to PostgreSQL's shared
+ * memory, so its crash is not a crash of a server process: the postmaster
+ * never sees it.
+ *
+ * Trust. Each process checks whom it talks to, and checks what it is told:
+ *   - The worker makes each gpusort-gpud's listening socket itself, under a
+ *     name nobody can guess (128 random bits, in Linux's abstract
+ *     namespace), binds it before the process starts and hands it over as
+ *     an inherited descriptor (GS_GPUD_LISTEN_FD), together with the status
+ *     page (GS_GPUD_STATUS_FD). The name and the process's pid go to
+ *     PostgreSQL's shared memory only.
+ *   - A backend connects to that name and checks the peer's credentials
+ *     (SO_PEERCRED): the server's own user, and the very pid the worker
+ *     started. A process of another user that learnt the name (from
+ *     /proc/net/unix, after the service bound it) and bound it after the
+ *     service died gets no word from a backend.
+ *   - gpusort-gpud serves only processes of its own user (SO_PEERCRED).
+ *   - Every size, offset and count in a message, the staging memfd's real
+ *     size and seals, and every result (a permutation of the input, in
+ *     order) are checked before use (client.c).
  *
  * A conversation, one job per connection (SOCK_SEQPACKET: every message
  * arrives whole):
@@ -46,19 +65,34 @@
  * follow each other from an aligned address therefore keep every tuple
  * MAXALIGNed, and readers use tuples where they lie.
  *
+ * A rows job's SUBMIT passes a temporary file of the client's (SCM_RIGHTS),
+ * opened through PostgreSQL's temporary-file layer. When the service gives
+ * the job's GPU memory back to others (the job idle, others waiting), its
+ * rows go to that file, and only within the file's size: the client grows
+ * the file before each batch it sends, so the rows count against its
+ * temp_file_limit, and log_temp_files and temp_bytes see the file when it
+ * closes.
+ *
  * A shared rows job gathers the rows of a parallel sort: the client that
  * opens it (SUBMIT with `shared`) gets a `token` in its ADMITTED, and other
  * connections attach to the job with it (SUBMIT of GS_JOB_ROWS_ATTACH with
  * the token -> ADMITTED, a slot of their own but no GPU memory). They PUT
  * batches as above, concurrently (the service takes one batch at a time),
  * and close; an ACK then counts what that connection sent. Only the
- * opener sorts and reads. When the opener closes, the job's memory goes,
- * and an attached connection's next PUT fails.
+ * opener sorts and reads, and it grows its file to all the shares' bytes
+ * before it sorts. When the opener closes, the job's memory goes, and an
+ * attached connection's next PUT fails.
  *
  * A job's data (its "area") is its keys, then (8-byte aligned) its row
  * index: gs_job_area_bytes(). It sits in the slot when it fits the staging
  * area ("direct"); otherwise it streams through the slot in pieces into a
  * buffer of the service's ("chunked").
+ *
+ * Admission (gpud.c) counts each job's GPU memory (gs_job_gpu_bytes())
+ * against the GPU's budget and against the most its session may hold
+ * (`session_memory_limit`, gpusort.session_gpu_memory_limit; a session is
+ * a backend and its parallel workers, `session_id`). No wait is unbounded:
+ * a job that waited `wait_ms` is refused (GS_REFUSED_QUEUE_TIMEOUT).
  */
 #ifndef GPUSORT_SERVICE_PROTOCOL_H
 #define GPUSORT_SERVICE_PROTOCOL_H
@@ -69,21 +103,33 @@
 
 #include "../kernels/gpu_api.h"
 
-/* The module's version: a backend and a gpusort-gpud of different builds
- * (a package upgraded under a running server) refuse each other. */
-#define GPUSORT_BUILD "1.1"
+/* The module's build: a backend and a gpusort-gpud of different builds (a
+ * package upgraded under a running server) refuse each other. The Makefile
+ * makes it from the extension's version and a digest of this file. */
+#ifndef GPUSORT_BUILD
+#error "GPUSORT_BUILD is defined by the Makefile"
+#endif
 
-/* gpusort-gpud's exit code after a GPU failure: the worker counts it as a
- * device fault (service/worker.c). */
+/* gpusort-gpud's exit code after a GPU failure that left its CUDA context
+ * unusable: the worker counts it as a device fault (service/worker.c). */
 #define GPUD_EXIT_DEVICE_FAULT 3
 
-/* Bumped whenever a message or a record changes; both sides refuse
- * another version. */
-#define GS_SERVICE_PROTOCOL 6
+/* Bumped whenever a message, a record or the status page changes; both
+ * sides refuse another version. */
+#define GS_SERVICE_PROTOCOL 7
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
 #define GS_SERVICE_MAX_GPUS 16
+
+/* The descriptors a gpusort-gpud inherits from the worker: its listening
+ * socket, bound but not yet listening, and its status page. */
+#define GS_GPUD_LISTEN_FD 3
+#define GS_GPUD_STATUS_FD 4
+
+/* A socket's name in the abstract namespace: "gpusort-" and 32 hex digits
+ * (128 random bits), NUL-terminated. */
+#define GS_SOCKET_NAME_BYTES 48
 
 typedef enum gs_message_type
 {
@@ -114,7 +160,8 @@ typedef enum gs_refusal
 {
 	GS_REFUSED_VERSION = 1,		/* another protocol or build */
 	GS_REFUSED_NO_GPU,			/* the service has no usable GPU */
-	GS_REFUSED_TOO_LARGE,		/* larger than the whole budget */
+	GS_REFUSED_TOO_LARGE,		/* larger than the whole budget, or than
+								 * its session may hold */
 	GS_REFUSED_QUEUE_TIMEOUT,	/* waited its bounded time in the queue */
 	GS_REFUSED_BAD_REQUEST,
 	GS_REFUSED_OUT_OF_MEMORY	/* host memory for a chunked job's buffer */
@@ -146,19 +193,18 @@ typedef struct gs_message
 	uint32_t	intervals;
 	uint64_t	limit;
 	uint64_t	memory_limit;	/* the per-sort cap, bytes, 0 = none */
-	int64_t		wait_ms;		/* longest wait for admission; -1 = no bound */
+	int64_t		wait_ms;		/* longest wait for admission (>= 0) */
+	int32_t		session_id;		/* the backend's pid (its leader's, in a
+								 * parallel worker) */
+	uint64_t	session_memory_limit;	/* bytes its session may hold, 0 = no cap */
 	/* SUBMIT, rows jobs: at most `n` records of at most `capacity_bytes`,
-	 * `nkeys` key columns; bit k of the masks is key column k's */
+	 * `nkeys` key columns; bit k of the masks is key column k's; the
+	 * give-back file comes with the message */
 	uint64_t	capacity_bytes;
 	uint32_t	nkeys;
 	uint32_t	descending_mask;
 	uint32_t	nulls_first_mask;
 	uint32_t	shared;			/* others may attach (ADMITTED gives a token) */
-	/* where the rows go if the job gives its GPU memory back (the client's
-	 * temporary tablespace's directory), and the most bytes they may take
-	 * there (the client's temp_file_limit; -1, none) */
-	char		temp_dir[1024];
-	int64_t		temp_file_limit_bytes;
 	uint64_t	token;			/* ADMITTED of a shared job; SUBMIT of an attach */
 
 	/* ADMITTED */
@@ -176,8 +222,8 @@ typedef struct gs_message
 	uint64_t	length;
 	uint64_t	records;
 	uint64_t	slot_position;	/* a rows job's PUT and GET: where in the slot */
-	uint32_t	given_back;		/* a rows job's GET's ACK: its rows are in a
-								 * file, its GPU memory given back */
+	uint32_t	given_back;		/* a rows job's ACK: its rows are in its file,
+								 * its GPU memory given back */
 
 	/* DONE */
 	int32_t		status;			/* gpu_status */
@@ -193,6 +239,49 @@ typedef struct gs_message
 	/* REFUSED, DONE: in words */
 	char		message[256];
 } gs_message;
+
+/*
+ * The status page: one shared page per gpusort-gpud, made by the worker
+ * (a memfd, GS_GPUD_STATUS_FD) and written by the gpusort-gpud alone. The
+ * worker reads it without ever waiting on the process: whether it is up,
+ * what it found, how loaded it is, and whether it is alive (`heartbeat`
+ * moves every GS_HEARTBEAT_MS while its accept loop runs). Fields other
+ * than `heartbeat` are written between two increments of `sequence` (odd
+ * while a write is under way); a reader copies the page and uses the copy
+ * only if `sequence` was even and unchanged around it. The worker checks
+ * every field of the copy before use: the page is another process's.
+ */
+typedef enum gs_gpud_state
+{
+	GS_GPUD_STARTING = 0,		/* (zeroed page) CUDA is starting */
+	GS_GPUD_READY,				/* serving, on a usable GPU */
+	GS_GPUD_NO_GPU				/* serving, but the GPU is unusable */
+} gs_gpud_state;
+
+#define GS_STATUS_MAGIC 0x67707374u	/* "gpst" */
+#define GS_HEARTBEAT_MS 100
+
+typedef struct gs_status_page
+{
+	uint32_t	sequence;
+	uint32_t	magic;
+	uint32_t	protocol;
+	uint32_t	state;			/* gs_gpud_state */
+	uint64_t	heartbeat;		/* a counter, stored atomically */
+	gpu_device_info device;
+	uint64_t	staging_bytes;
+	uint64_t	budget_bytes;
+	uint64_t	generation;
+	uint32_t	emulated;
+	/* the load now: for gpusort_info() and the tests' leak checks */
+	uint32_t	connections;	/* open connections */
+	uint32_t	jobs_waiting;	/* in the admission queue */
+	uint32_t	slots_used;		/* staging slots taken */
+	uint64_t	budget_used;	/* GPU memory admitted jobs are counted for */
+	uint32_t	rows_jobs;		/* rows jobs open */
+	uint32_t	files_open;		/* give-back files held */
+	uint64_t	jobs_failed;	/* jobs a GPU error failed since the start */
+} gs_status_page;
 
 static inline uint64_t
 gs_align8(uint64_t bytes)
@@ -234,15 +323,63 @@ gs_job_index_offset(uint64_t n, uint32_t key_bytes)
 	return gs_align8(n * key_bytes);
 }
 
-/*
- * The socket of GPU `gpu` of the server whose postmaster is `postmaster_pid`
- * on `port`: a name in Linux's abstract namespace (no file to clean up after
- * a crash). The service accepts only connections from its own user.
- */
-static inline void
-gs_service_socket_name(char *buffer, size_t size, int postmaster_pid, int port, int gpu)
+/* Every job is counted for this much GPU memory beyond its buffers
+ * (temporary storage, alignment, the allocator's granularity). */
+#define GS_JOB_OVERHEAD_BYTES ((uint64_t) 16 << 20)
+
+/* GPU memory a rows job is counted for per record beyond twice its bytes:
+ * the records' offsets and the sort of their keys with its row index. */
+#define GS_ROWS_BYTES_PER_RECORD (3 * sizeof(uint64_t) + 2 * sizeof(uint64_t) + \
+								  2 * sizeof(uint32_t))
+
+static inline uint64_t
+gs_next_power_of_two(uint64_t n)
 {
-	snprintf(buffer, size, "gpusort-%d-%d-gpu%d", postmaster_pid, port, gpu);
+	uint64_t	p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/*
+ * The GPU memory a job is counted for: its buffers as the kernels lay them
+ * out (gpu_sort.cu, gpu_approx.cu, gpu_rows.cu), plus an allowance. Both
+ * sides use it: the service to admit jobs within its budget, the client
+ * to size a rows job that fits.
+ */
+static inline uint64_t
+gs_job_gpu_bytes(const gs_message *job)
+{
+	const uint64_t n = job->n;
+	const uint64_t kb = job->key_bytes;
+	const uint64_t index = job->with_index ? n * 2 * sizeof(uint32_t) : 0;
+
+	switch (job->kind)
+	{
+		case GS_JOB_ROWS:
+			/* the rows twice while they are laid out in order */
+			return 2 * job->capacity_bytes + n * GS_ROWS_BYTES_PER_RECORD + GS_JOB_OVERHEAD_BYTES;
+		case GS_JOB_MINMAX:
+			return n * sizeof(uint64_t) + GS_JOB_OVERHEAD_BYTES;
+		case GS_JOB_APPROX:
+			return 3 * n * kb + index + (uint64_t) job->intervals * 16 + GS_JOB_OVERHEAD_BYTES;
+		default:
+			if (job->algorithm == GPU_ALGO_RADIX)
+				return 2 * n * kb + index + n * kb / 2 + GS_JOB_OVERHEAD_BYTES;
+			if (!job->with_index)
+				return gs_next_power_of_two(n) * kb + GS_JOB_OVERHEAD_BYTES;
+			return n * (kb + sizeof(uint32_t)) + gs_next_power_of_two(n) * 16 +
+				GS_JOB_OVERHEAD_BYTES;
+	}
+}
+
+/* Whether [offset, offset + length) lies within `size` bytes, without
+ * overflow. */
+static inline int
+gs_range_within(uint64_t offset, uint64_t length, uint64_t size)
+{
+	return offset <= size && length <= size - offset;
 }
 
 #endif							/* GPUSORT_SERVICE_PROTOCOL_H */

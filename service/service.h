@@ -6,9 +6,10 @@
  *
  * What the service owns, and who does what:
  *   - worker.c: the background worker "gpusort GPU service". It starts one
- *     gpusort-gpud per GPU, restarts one that dies, and publishes each one's
- *     state here. Killing it is a crash of a server process (PostgreSQL
- *     restarts the server); killing a gpusort-gpud is not.
+ *     gpusort-gpud per GPU, restarts one that dies or stops answering, and
+ *     publishes each one's state, socket and load here. Killing it is a
+ *     crash of a server process (PostgreSQL restarts the server); killing a
+ *     gpusort-gpud is not.
  *   - gpud.c: gpusort-gpud, the only process that runs CUDA (protocol.h).
  *   - client.c: the backends' side. It offers kernels/gpu_api.h to the
  *     engine, so the engine sorts "on the GPU" the same way whether the
@@ -67,14 +68,24 @@ typedef struct GpuServiceGpu
 	/* under the service's mutex */
 	GpuServiceState state;
 	pid_t		pid;
+	char		socket_name[GS_SOCKET_NAME_BYTES];	/* where it listens (protocol.h) */
 	TimestampTz started_at;
 	int			restarts;
 	int			device_faults;
+	int			hangs;			/* times it stopped answering and was killed */
 	gpu_device_info device;
 	uint64		staging_bytes;
 	uint64		budget_bytes;
 	bool		emulated;
 	char		reason[256];
+	/* its load, as its status page said last (the worker copies it) */
+	uint32		connections;
+	uint32		jobs_waiting;
+	uint32		slots_used;
+	uint64		budget_used;
+	uint32		rows_jobs;
+	uint32		files_open;
+	uint64		jobs_failed;
 
 	/* lock-free */
 	pg_atomic_uint32 in_flight;	/* jobs of backends on this GPU now */
@@ -107,8 +118,7 @@ extern PGDLLEXPORT void gpusort_service_main(Datum arg);
 
 /* ---- client.c ---- */
 extern int	gpusort_queue_timeout_ms;
-/* Asks GPU `gpu`'s process for its WELCOME; false (and *why) if none. */
-extern bool gpu_service_hello(int gpu, gs_message *welcome, char *why, size_t why_size);
+extern int	gpusort_session_gpu_memory_limit_mb;
 extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
 
 /*
@@ -159,5 +169,6 @@ extern bool service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, c
 extern bool service_rows_request(ServiceRows *rows, uint64 offset, uint64 length,
 								 uint64 slot_position);
 extern void service_rows_close(ServiceRows *rows);
+extern void service_rows_abandon(ServiceRows *rows);
 
 #endif							/* GPUSORT_SERVICE_H */

@@ -1,7 +1,8 @@
 /*
  * worker.c — the GPU service's background worker, "gpusort GPU service":
  * starts one gpusort-gpud per GPU (gpud.c), watches them, restarts one
- * that dies, and publishes their state in shared memory (service.h).
+ * that dies or stops answering, and publishes their state in shared memory
+ * (service.h).
  *
  * Registered from _PG_init when gpusort is in shared_preload_libraries.
  * The worker never touches CUDA itself. Each gpusort-gpud is its child, not
@@ -9,15 +10,33 @@
  * see it die, so a crash there is not a crash of the server. It dies with
  * the worker (PR_SET_PDEATHSIG), and the worker with the server.
  *
- * After a crash the process comes back after a pause that doubles from
- * half a second up to 30 seconds while it keeps dying young. One that exits
- * with GPUD_EXIT_DEVICE_FAULT counts as a device fault; after three, the GPU
- * is marked unusable until the server restarts.
+ * A crash of the worker, on the other hand, restarts every session, so it
+ * does as little as it can and never waits on anything its children do:
+ * its loop sleeps on its latch (SIGCHLD sets it) and reads each child's
+ * status page (protocol.h), a shared page only the child writes. It talks
+ * to no socket. For each child it makes the listening socket under a fresh
+ * random name before the child starts, hands it over with the page, and
+ * publishes the name and the pid for backends once the page says the
+ * child is ready.
+ *
+ * A child whose heartbeat stands still for GPUD_LIVENESS_TIMEOUT_MS once
+ * ready (stopped, or stuck), or that is not ready GPUD_START_TIMEOUT_MS
+ * after its start, is killed and started again: its backends' waits end
+ * with the connection. After a crash the process comes back after a pause
+ * that doubles from half a second up to 30 seconds while it keeps dying
+ * young. One that exits with GPUD_EXIT_DEVICE_FAULT counts as a device
+ * fault; after three, the GPU is marked unusable until the server
+ * restarts.
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +59,16 @@
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 30000
 #define HEALTHY_AFTER_MS 60000
+/* a child that is not ready this long after its start (CUDA's start
+ * hangs), or whose heartbeat stands still this long once ready, is killed */
+#define GPUD_START_TIMEOUT_MS 60000
+#define GPUD_LIVENESS_TIMEOUT_MS 5000
+/* how long `gpusort-gpud --count` may take */
+#define COUNT_TIMEOUT_MS 60000
+#define STATUS_PAGE_BYTES 4096
+
+StaticAssertDecl(sizeof(gs_status_page) <= STATUS_PAGE_BYTES,
+				 "the status page fits one page");
 
 char	   *gpusort_devices = NULL;
 int			gpusort_service_staging_mb = 256;
@@ -51,7 +80,6 @@ static shmem_request_hook_type previous_shmem_request_hook = NULL;
 static shmem_startup_hook_type previous_shmem_startup_hook = NULL;
 
 static volatile sig_atomic_t got_sigterm = false;
-
 const char *
 gpu_service_state_name(GpuServiceState state)
 {
@@ -186,7 +214,11 @@ typedef struct GpudProcess
 	TimestampTz started;
 	TimestampTz next_start;
 	int			backoff_ms;
-	bool		greeted;		/* its state is published */
+	gs_status_page *status;		/* its status page, mapped while it runs */
+	bool		published;		/* its ready (or unusable) state is public */
+	uint64		heartbeat;		/* the last heartbeat seen, and when it moved */
+	TimestampTz heartbeat_moved;
+	const char *killed_because; /* the worker killed it: why */
 } GpudProcess;
 
 static GpudProcess processes[GS_SERVICE_MAX_GPUS];
@@ -231,12 +263,25 @@ set_gpu_state(int gpu, GpuServiceState state, const char *reason)
 	SpinLockRelease(&gpu_service->mutex);
 }
 
+/* Moves `fd` to `target` in a child about to exec (FD_CLOEXEC cleared). */
+static void
+place_fd(int fd, int target)
+{
+	if (fd != target)
+		dup2(fd, target);
+	else
+		fcntl(fd, F_SETFD, 0);
+}
+
 /*
  * Forks and execs gpusort-gpud. In the child, nothing of PostgreSQL's may
- * run: only async-signal-safe calls until exec, and _exit on failure.
+ * run: only async-signal-safe calls until exec, and _exit on failure. The
+ * child keeps stdin and stderr (the server log), stdout_fd as its stdout
+ * if >= 0, and listen_fd and status_fd (if >= 0) as GS_GPUD_LISTEN_FD and
+ * GS_GPUD_STATUS_FD; nothing else.
  */
 static pid_t
-start_program(char *const argv[], int device, int stdout_fd)
+start_program(char *const argv[], int device, int stdout_fd, int listen_fd, int status_fd)
 {
 	pid_t		parent = getpid();
 	pid_t		pid = fork();
@@ -247,10 +292,6 @@ start_program(char *const argv[], int device, int stdout_fd)
 	/* the child */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 		_exit(1);
-	if (stdout_fd >= 0)
-		dup2(stdout_fd, STDOUT_FILENO);
-	for (int fd = 3; fd < 1024; fd++)
-		close(fd);
 	{
 		sigset_t	none;
 
@@ -260,6 +301,21 @@ start_program(char *const argv[], int device, int stdout_fd)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 	}
+	if (stdout_fd >= 0)
+		dup2(stdout_fd, STDOUT_FILENO);
+	if (listen_fd >= 0 && status_fd >= 0)
+	{
+		/* out of the way of the targets first, then onto them */
+		int			high_listen = fcntl(listen_fd, F_DUPFD, 64);
+		int			high_status = fcntl(status_fd, F_DUPFD, 64);
+
+		if (high_listen < 0 || high_status < 0)
+			_exit(1);
+		place_fd(high_listen, GS_GPUD_LISTEN_FD);
+		place_fd(high_status, GS_GPUD_STATUS_FD);
+	}
+	for (int fd = listen_fd >= 0 ? GS_GPUD_STATUS_FD + 1 : 3; fd < 1024; fd++)
+		close(fd);
 	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
 	if (device >= 0)
 	{
@@ -273,7 +329,8 @@ start_program(char *const argv[], int device, int stdout_fd)
 }
 
 /* How many GPUs gpusort-gpud sees (run once, in a child: CUDA never
- * starts in the worker). -1 if it could not be run; *why says more. */
+ * starts in the worker), within COUNT_TIMEOUT_MS. -1 if it could not be
+ * run; *why says more. */
 static int
 count_gpus(char *why, size_t why_size)
 {
@@ -282,15 +339,17 @@ count_gpus(char *why, size_t why_size)
 	char		output[512];
 	size_t		got = 0;
 	pid_t		pid;
-	int			status;
+	int			status = 0;
+	TimestampTz deadline;
+	bool		timed_out = false;
 
 	why[0] = '\0';
-	if (pipe(pipe_fds) != 0)
+	if (pipe2(pipe_fds, O_CLOEXEC) != 0)
 	{
 		snprintf(why, why_size, "pipe: %m");
 		return -1;
 	}
-	pid = start_program(argv, -1, pipe_fds[1]);
+	pid = start_program(argv, -1, pipe_fds[1], -1, -1);
 	close(pipe_fds[1]);
 	if (pid < 0)
 	{
@@ -298,19 +357,38 @@ count_gpus(char *why, size_t why_size)
 		snprintf(why, why_size, "fork: %m");
 		return -1;
 	}
-	for (;;)
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), COUNT_TIMEOUT_MS);
+	while (got < sizeof(output) - 1 && !got_sigterm)
 	{
-		ssize_t		n = read(pipe_fds[0], output + got, sizeof(output) - 1 - got);
+		struct pollfd readable = {pipe_fds[0], POLLIN, 0};
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		ssize_t		n;
 
+		if (left <= 0)
+		{
+			timed_out = true;
+			break;
+		}
+		if (poll(&readable, 1, (int) Min(left, 1000)) <= 0)
+			continue;
+		n = read(pipe_fds[0], output + got, sizeof(output) - 1 - got);
 		if (n > 0)
 			got += n;
-		else if (n == 0 || errno != EINTR || got == sizeof(output) - 1)
+		else if (n == 0 || errno != EINTR)
 			break;
 	}
 	close(pipe_fds[0]);
 	output[got] = '\0';
+	if (timed_out || got_sigterm)
+		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (timed_out)
+	{
+		snprintf(why, why_size, "%s --count did not answer in %d s", gpud_path,
+				 COUNT_TIMEOUT_MS / 1000);
+		return -1;
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got == 0)
 	{
 		snprintf(why, why_size, "%s --count failed (%s)", gpud_path,
@@ -322,6 +400,11 @@ count_gpus(char *why, size_t why_size)
 		char	   *rest;
 		long		count = strtol(output, &rest, 10);
 
+		if (count < 0 || count > 1024)
+		{
+			snprintf(why, why_size, "%s --count printed no count", gpud_path);
+			return -1;
+		}
 		while (*rest == ' ')
 			rest++;
 		snprintf(why, why_size, "%s", rest);
@@ -362,69 +445,251 @@ parse_devices(int available, char *why, size_t why_size)
 	return true;
 }
 
+/*
+ * A listening socket for a new gpusort-gpud, bound (not yet listening:
+ * the child listens, so that backends see its pid as the peer's) under a
+ * fresh random name in the abstract namespace; -1 (and a LOG) on failure.
+ */
+static int
+make_socket(char *name)
+{
+	for (int attempt = 0; attempt < 3; attempt++)
+	{
+		uint8		random[16];
+		struct sockaddr_un address;
+		size_t		length;
+		int			fd;
+
+		if (!pg_strong_random(random, sizeof(random)))
+		{
+			ereport(LOG, (errmsg("gpusort GPU service: no random bytes for a socket name")));
+			return -1;
+		}
+		strcpy(name, "gpusort-");
+		for (int i = 0; i < (int) sizeof(random); i++)
+			sprintf(name + 8 + 2 * i, "%02x", random[i]);
+		length = strlen(name);
+		memset(&address, 0, sizeof(address));
+		address.sun_family = AF_UNIX;
+		memcpy(address.sun_path + 1, name, length);
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+		{
+			ereport(LOG, (errmsg("gpusort GPU service: cannot make a socket: %m")));
+			return -1;
+		}
+		if (bind(fd, (struct sockaddr *) &address,
+				 (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + length)) == 0)
+			return fd;
+		ereport(LOG, (errmsg("gpusort GPU service: cannot bind @%s: %m", name)));
+		close(fd);
+	}
+	return -1;
+}
+
+/* A zeroed status page for a new gpusort-gpud, mapped here; -1 on failure. */
+static int
+make_status_page(gs_status_page **page)
+{
+	int			fd = memfd_create("gpusort-status", MFD_CLOEXEC);
+	void	   *mapped;
+
+	if (fd < 0 || ftruncate(fd, STATUS_PAGE_BYTES) != 0)
+	{
+		ereport(LOG, (errmsg("gpusort GPU service: cannot make a status page: %m")));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	mapped = mmap(NULL, STATUS_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	if (mapped == MAP_FAILED)
+	{
+		ereport(LOG, (errmsg("gpusort GPU service: cannot map a status page: %m")));
+		close(fd);
+		return -1;
+	}
+	*page = (gs_status_page *) mapped;
+	return fd;
+}
+
+static void
+retry_later(GpudProcess *p)
+{
+	p->pid = 0;
+	p->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), BACKOFF_MAX_MS);
+}
+
 static void
 start_gpud(int gpu)
 {
 	GpudProcess *p = &processes[gpu];
-	char		socket_name[64];
+	char		socket_name[GS_SOCKET_NAME_BYTES];
 	char		index[16],
 				staging[16],
 				budget[16];
-	char	   *argv[] = {gpud_path, "--socket", socket_name, "--gpu-index", index,
-		"--staging-mb", staging, "--budget-mb", budget, "--build", GPUSORT_BUILD, NULL};
+	char	   *argv[] = {gpud_path, "--gpu-index", index, "--staging-mb", staging,
+		"--budget-mb", budget, "--build", GPUSORT_BUILD, NULL};
+	gs_status_page *page = NULL;
+	int			status_fd;
+	int			listen_fd;
 
-	gs_service_socket_name(socket_name, sizeof(socket_name), (int) PostmasterPid,
-						   PostPortNumber, gpu);
 	snprintf(index, sizeof(index), "%d", gpu);
 	snprintf(staging, sizeof(staging), "%d", gpusort_service_staging_mb);
 	snprintf(budget, sizeof(budget), "%d", gpusort_service_memory_budget_mb);
 
-	p->pid = start_program(argv, p->device, -1);
+	status_fd = make_status_page(&page);
+	if (status_fd < 0)
+	{
+		retry_later(p);
+		return;
+	}
+	listen_fd = make_socket(socket_name);
+	if (listen_fd < 0)
+	{
+		close(status_fd);
+		munmap(page, STATUS_PAGE_BYTES);
+		retry_later(p);
+		return;
+	}
+	p->pid = start_program(argv, p->device, -1, listen_fd, status_fd);
+	close(listen_fd);
+	close(status_fd);
 	if (p->pid < 0)
 	{
 		ereport(LOG, (errmsg("gpusort GPU service: cannot start %s: %m", gpud_path)));
-		p->pid = 0;
-		p->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), BACKOFF_MAX_MS);
+		munmap(page, STATUS_PAGE_BYTES);
+		retry_later(p);
 		return;
 	}
+	p->status = page;
 	p->started = GetCurrentTimestamp();
-	p->greeted = false;
+	p->published = false;
+	p->heartbeat = 0;
+	p->heartbeat_moved = p->started;
+	p->killed_because = NULL;
 	SpinLockAcquire(&gpu_service->mutex);
 	gpu_service->gpus[gpu].state = GPU_SERVICE_STARTING;
 	gpu_service->gpus[gpu].pid = p->pid;
+	strlcpy(gpu_service->gpus[gpu].socket_name, socket_name,
+			sizeof(gpu_service->gpus[gpu].socket_name));
 	gpu_service->gpus[gpu].started_at = p->started;
 	SpinLockRelease(&gpu_service->mutex);
 }
 
-/* Publishes a started process's state once it answers. */
+/* A consistent copy of a status page, checked; false when the child is
+ * writing it right now (read it next time) or it makes no sense. */
+static bool
+read_status(const GpudProcess *p, gs_status_page *copy)
+{
+	for (int attempt = 0; attempt < 4; attempt++)
+	{
+		uint32		before = __atomic_load_n(&p->status->sequence, __ATOMIC_ACQUIRE);
+
+		if (before & 1)
+			continue;
+		memcpy(copy, p->status, sizeof(*copy));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&p->status->sequence, __ATOMIC_RELAXED) != before)
+			continue;
+		copy->device.name[sizeof(copy->device.name) - 1] = '\0';
+		copy->device.reason[sizeof(copy->device.reason) - 1] = '\0';
+		return copy->magic == GS_STATUS_MAGIC && copy->protocol == GS_SERVICE_PROTOCOL &&
+			copy->state <= GS_GPUD_NO_GPU &&
+			(copy->state == GS_GPUD_STARTING ||
+			 ((copy->generation >> 32) == (uint64) p->pid && copy->staging_bytes > 0));
+	}
+	return false;
+}
+
+/* Kills a child that does not answer; reap_children() restarts it. */
 static void
-greet(int gpu)
+kill_unresponsive(int gpu, const char *why, long waited_ms)
+{
+	GpudProcess *p = &processes[gpu];
+
+	ereport(LOG,
+			(errmsg("gpusort GPU service: the process of GPU %d (pid %d) %s for %ld ms; "
+					"killing it", gpu, (int) p->pid, why, waited_ms)));
+	p->killed_because = why;
+	kill(p->pid, SIGKILL);
+	SpinLockAcquire(&gpu_service->mutex);
+	gpu_service->gpus[gpu].hangs++;
+	/* backends stop using it now, not at its death */
+	gpu_service->gpus[gpu].state = GPU_SERVICE_RESTARTING;
+	SpinLockRelease(&gpu_service->mutex);
+}
+
+/* Reads a running child's status page: publishes it once ready, copies
+ * its load, and kills it if it stopped answering. */
+static void
+watch_gpud(int gpu, TimestampTz now)
 {
 	GpudProcess *p = &processes[gpu];
 	GpuServiceGpu *g = &gpu_service->gpus[gpu];
-	gs_message	welcome;
-	char		why[256];
+	gs_status_page page;
+	uint64		heartbeat = __atomic_load_n(&p->status->heartbeat, __ATOMIC_RELAXED);
 
-	if (!gpu_service_hello(gpu, &welcome, why, sizeof(why)))
-		return;					/* still starting CUDA */
-	p->greeted = true;
+	if (p->killed_because != NULL)
+		return;					/* dying */
+	if (heartbeat != p->heartbeat)
+	{
+		p->heartbeat = heartbeat;
+		p->heartbeat_moved = now;
+	}
+	if (!read_status(p, &page) || page.state == GS_GPUD_STARTING)
+	{
+		long		waited = TimestampDifferenceMilliseconds(p->started, now);
+
+		if (!p->published && waited > GPUD_START_TIMEOUT_MS)
+			kill_unresponsive(gpu, "did not become ready", waited);
+		else if (p->published &&
+				 TimestampDifferenceExceeds(p->heartbeat_moved, now, GPUD_LIVENESS_TIMEOUT_MS))
+			kill_unresponsive(gpu, "stopped answering",
+							  TimestampDifferenceMilliseconds(p->heartbeat_moved, now));
+		return;
+	}
+	if (p->published &&
+		TimestampDifferenceExceeds(p->heartbeat_moved, now, GPUD_LIVENESS_TIMEOUT_MS))
+	{
+		kill_unresponsive(gpu, "stopped answering",
+						  TimestampDifferenceMilliseconds(p->heartbeat_moved, now));
+		return;
+	}
+
 	SpinLockAcquire(&gpu_service->mutex);
-	g->device = welcome.device;
-	g->staging_bytes = welcome.staging_bytes;
-	g->budget_bytes = welcome.budget_bytes;
-	g->emulated = welcome.emulated;
-	g->state = welcome.device.usable ? GPU_SERVICE_READY : GPU_SERVICE_NO_GPU;
-	strlcpy(g->reason, welcome.device.usable ? "" : welcome.device.reason, sizeof(g->reason));
+	g->connections = page.connections;
+	g->jobs_waiting = page.jobs_waiting;
+	g->slots_used = page.slots_used;
+	g->budget_used = page.budget_used;
+	g->rows_jobs = page.rows_jobs;
+	g->files_open = page.files_open;
+	g->jobs_failed = page.jobs_failed;
+	if (!p->published)
+	{
+		bool		usable = page.state == GS_GPUD_READY && page.device.usable;
+
+		g->device = page.device;
+		g->staging_bytes = page.staging_bytes;
+		g->budget_bytes = page.budget_bytes;
+		g->emulated = page.emulated != 0;
+		g->state = usable ? GPU_SERVICE_READY : GPU_SERVICE_NO_GPU;
+		strlcpy(g->reason, usable ? "" : page.device.reason, sizeof(g->reason));
+	}
 	SpinLockRelease(&gpu_service->mutex);
-	if (welcome.device.usable)
-		ereport(LOG, (errmsg("gpusort GPU service: GPU %d ready (%s, pid %d)",
-							 gpu, welcome.device.name, (int) p->pid)));
-	else
-		ereport(LOG, (errmsg("gpusort GPU service: GPU %d not usable: %s",
-							 gpu, welcome.device.reason)));
+	if (!p->published)
+	{
+		p->published = true;
+		p->heartbeat_moved = now;
+		if (page.state == GS_GPUD_READY && page.device.usable)
+			ereport(LOG, (errmsg("gpusort GPU service: GPU %d ready (%s, pid %d)",
+								 gpu, page.device.name, (int) p->pid)));
+		else
+			ereport(LOG, (errmsg("gpusort GPU service: GPU %d not usable: %s",
+								 gpu, page.device.reason)));
+	}
 }
 
-/* Collects processes that ended and plans their restart. */
+/* Collects every child that ended and plans its restart. */
 static void
 reap_children(void)
 {
@@ -438,17 +703,19 @@ reap_children(void)
 		GpudProcess *p;
 		GpuServiceGpu *g;
 		bool		fault = WIFEXITED(status) && WEXITSTATUS(status) == GPUD_EXIT_DEVICE_FAULT;
-		char		how[64];
+		char		how[128];
 
 		for (gpu = 0; gpu < nprocesses; gpu++)
 			if (processes[gpu].pid == pid)
 				break;
 		if (gpu == nprocesses)
-			continue;
+			continue;			/* (a --count child reaped late) */
 		p = &processes[gpu];
 		g = &gpu_service->gpus[gpu];
 
-		if (WIFSIGNALED(status))
+		if (p->killed_because != NULL)
+			snprintf(how, sizeof(how), "%s and was killed", p->killed_because);
+		else if (WIFSIGNALED(status))
 			snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(status));
 		else
 			snprintf(how, sizeof(how), "exited with code %d", WEXITSTATUS(status));
@@ -459,10 +726,18 @@ reap_children(void)
 			p->backoff_ms = Min(Max(p->backoff_ms * 2, BACKOFF_FIRST_MS), BACKOFF_MAX_MS);
 		p->pid = 0;
 		p->next_start = TimestampTzPlusMilliseconds(now, p->backoff_ms);
+		if (p->status != NULL)
+			munmap(p->status, STATUS_PAGE_BYTES);
+		p->status = NULL;
+		p->published = false;
+		p->killed_because = NULL;
 
 		SpinLockAcquire(&gpu_service->mutex);
 		g->pid = 0;
+		g->socket_name[0] = '\0';
 		g->restarts++;
+		g->connections = g->jobs_waiting = g->slots_used = g->rows_jobs = g->files_open = 0;
+		g->budget_used = 0;
 		if (fault)
 			g->device_faults++;
 		SpinLockRelease(&gpu_service->mutex);
@@ -484,8 +759,9 @@ reap_children(void)
 						"restarting it in %d ms",
 						gpu, (int) pid, how, fault ? " after a GPU fault" : "",
 						p->backoff_ms),
-				 errdetail("Sorts it was running finish on the CPU under "
-						   "gpusort.device = auto, and fail under gpu.")));
+				 errdetail("Its jobs failed with it: array sorts and sorts within work_mem "
+						   "finish on the CPU under gpusort.device = auto; sorts whose rows "
+						   "it held beyond work_mem fail.")));
 	}
 }
 
@@ -516,6 +792,18 @@ stop_children(void)
 			kill(processes[gpu].pid, SIGKILL);
 }
 
+/* Sleeps until SIGTERM, for a service that has nothing to run. */
+static void
+idle_until_stopped(void)
+{
+	while (!got_sigterm)
+	{
+		WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	proc_exit(0);
+}
+
 void
 gpusort_service_main(Datum arg)
 {
@@ -537,12 +825,7 @@ gpusort_service_main(Datum arg)
 	{
 		set_service_state(GPU_SERVICE_DISABLED, "gpusort.devices = 'none'");
 		ereport(LOG, (errmsg("gpusort GPU service: disabled (gpusort.devices = 'none')")));
-		while (!got_sigterm)
-		{
-			WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-		}
-		proc_exit(0);
+		idle_until_stopped();
 	}
 
 	/* gpusort-gpud sits beside the postgres binary */
@@ -555,12 +838,7 @@ gpusort_service_main(Datum arg)
 				 gpud_path);
 		set_service_state(GPU_SERVICE_FAILED, why);
 		ereport(LOG, (errmsg("gpusort GPU service: %s; sorts run on the CPU", why)));
-		while (!got_sigterm)
-		{
-			WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-		}
-		proc_exit(0);
+		idle_until_stopped();
 	}
 
 	available = count_gpus(why, sizeof(why));
@@ -571,12 +849,7 @@ gpusort_service_main(Datum arg)
 		set_service_state(GPU_SERVICE_NO_GPU, why);
 		ereport(LOG, (errmsg("gpusort GPU service: no GPU to use (%s); sorts run on the CPU",
 							 why)));
-		while (!got_sigterm)
-		{
-			WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-		}
-		proc_exit(0);
+		idle_until_stopped();
 	}
 
 	SpinLockAcquire(&gpu_service->mutex);
@@ -586,7 +859,7 @@ gpusort_service_main(Datum arg)
 
 	while (!got_sigterm)
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now;
 		bool		starting = false;
 
 		if (ConfigReloadPending)
@@ -595,6 +868,7 @@ gpusort_service_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		reap_children();
+		now = GetCurrentTimestamp();
 		for (int gpu = 0; gpu < nprocesses; gpu++)
 		{
 			GpudProcess *p = &processes[gpu];
@@ -603,14 +877,14 @@ gpusort_service_main(Datum arg)
 				continue;
 			if (p->pid == 0 && now >= p->next_start)
 				start_gpud(gpu);
-			if (p->pid > 0 && !p->greeted)
+			if (p->pid > 0)
 			{
-				greet(gpu);
-				starting |= !p->greeted;
+				watch_gpud(gpu, now);
+				starting |= !p->published;
 			}
 		}
 		WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-				  starting ? 50 : 500, PG_WAIT_EXTENSION);
+				  starting ? 20 : 250, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 	stop_children();

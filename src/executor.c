@@ -343,6 +343,7 @@ end_gpusort(CustomScanState *node)
 	gpusort_stop_range_merges(state);
 	worker_reports_end(state);
 	drop_rows(state);
+	gpusort_close_gpu_rows(state);
 	ExecEndNode(child_of(state));
 }
 

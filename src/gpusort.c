@@ -108,13 +108,22 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpusort.queue_timeout",
-							"Longest wait for GPU memory under gpusort.device = auto before sorting on the CPU.",
+							"Longest wait for GPU memory before sorting on the CPU (auto) or failing (gpu).",
 							"A sort the GPU service cannot admit at once (its memory "
-							"budget is taken) waits in its queue this long. Under "
-							"gpusort.device = gpu it waits as long as it takes "
-							"(statement_timeout applies).",
+							"budget, or its session's share, is taken) waits in its "
+							"queue this long; then it sorts on the CPU under "
+							"gpusort.device = auto, and fails with SQLSTATE 53400 under gpu.",
 							&gpusort_queue_timeout_ms, 1000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpusort.session_gpu_memory_limit",
+							"Most GPU memory one session's sorts may hold at once; 0 means no cap below the GPU service's budget.",
+							"Counts every sort of the session and of its parallel workers "
+							"on one GPU. A sort that would pass it waits for the "
+							"session's other sorts (gpusort.queue_timeout); one that "
+							"could never fit runs on the CPU (auto) or fails (gpu).",
+							&gpusort_session_gpu_memory_limit_mb, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpusort.approximate_intervals",
 							"Opt-in approximate ORDER BY: number of equal-width intervals, 0 = off.",

@@ -103,5 +103,6 @@ extern TupleTableSlot *gpusort_share_next(GpuSortState *state, const RowStoreSpe
 extern RowStore *gpusort_merge_shares(GpuSortState *state, PlanState *gather,
 									  const RowStoreSpec *spec);
 extern void gpusort_stop_range_merges(GpuSortState *state);
+extern void gpusort_close_gpu_rows(GpuSortState *state);
 
 #endif							/* GPUSORT_EXECUTOR_H */

@@ -73,6 +73,8 @@ add_service_rows(ReturnSetInfo *rsinfo)
 		if (g->started_at != 0 && g->pid != 0)
 			add_row(rsinfo, psprintf("%suptime", prefix), since(g->started_at));
 		add_row(rsinfo, psprintf("%srestarts", prefix), psprintf("%d", g->restarts));
+		if (g->hangs > 0)
+			add_row(rsinfo, psprintf("%shangs", prefix), psprintf("%d", g->hangs));
 		if (g->device.usable)
 		{
 			add_row(rsinfo, psprintf("%smemory_total_mb", prefix),
@@ -83,6 +85,16 @@ add_service_rows(ReturnSetInfo *rsinfo)
 					psprintf("%llu", (unsigned long long) (g->staging_bytes >> 20)));
 			add_row(rsinfo, psprintf("%sjobs_running", prefix),
 					psprintf("%u", pg_atomic_read_u32(&gpu_service->gpus[gpu].in_flight)));
+			/* what its process says it holds (its status page) */
+			add_row(rsinfo, psprintf("%sconnections", prefix), psprintf("%u", g->connections));
+			add_row(rsinfo, psprintf("%sjobs_waiting", prefix), psprintf("%u", g->jobs_waiting));
+			add_row(rsinfo, psprintf("%smemory_used_mb", prefix),
+					psprintf("%llu", (unsigned long long) ((g->budget_used + (1 << 20) - 1) >> 20)));
+			add_row(rsinfo, psprintf("%sslots_used", prefix), psprintf("%u", g->slots_used));
+			add_row(rsinfo, psprintf("%srows_jobs", prefix), psprintf("%u", g->rows_jobs));
+			add_row(rsinfo, psprintf("%sgiven_back_files", prefix), psprintf("%u", g->files_open));
+			add_row(rsinfo, psprintf("%sjobs_failed", prefix),
+					psprintf("%llu", (unsigned long long) g->jobs_failed));
 		}
 		if (g->emulated)
 			add_row(rsinfo, psprintf("%semulated", prefix),

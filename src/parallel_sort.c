@@ -167,14 +167,24 @@ gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	return size;
 }
 
-/* The query ends: the leader's rows job, if the merge did not take it. */
+/* The node ends: the leader's rows job, if the merge did not take it. */
+void
+gpusort_close_gpu_rows(GpuSortState *state)
+{
+	if (state->gpu_rows != NULL)
+		service_rows_close(state->gpu_rows);
+	state->gpu_rows = NULL;
+}
+
+/* The query's memory goes (after the node ended, or in an abort, when the
+ * resource owner closes the job's file): its connection, if still open. */
 static void
-close_gpu_rows(void *arg)
+abandon_gpu_rows(void *arg)
 {
 	GpuSortState *state = (GpuSortState *) arg;
 
 	if (state->gpu_rows != NULL)
-		service_rows_close(state->gpu_rows);
+		service_rows_abandon(state->gpu_rows);
 	state->gpu_rows = NULL;
 }
 
@@ -219,7 +229,7 @@ open_gpu_rows(GpuSortState *state, ParallelShares *shared)
 	{
 		/* (the node lives in the query's context too) */
 		callback = MemoryContextAllocZero(query_context, sizeof(MemoryContextCallback));
-		callback->func = close_gpu_rows;
+		callback->func = abandon_gpu_rows;
 		callback->arg = state;
 		MemoryContextRegisterResetCallback(query_context, callback);
 		state->gpu_rows_callback = true;

@@ -1190,10 +1190,12 @@ drop_gpu_run(RowStore *store)
 	drop_run(store, run);
 }
 
+/* The store's memory goes: in an abort, the resource owner closes the
+ * job's file; otherwise drop_run() or row_store_end() closed the job. */
 static void
-close_gpu_rows(void *arg)
+abandon_gpu_rows(void *arg)
 {
-	service_rows_close((ServiceRows *) arg);
+	service_rows_abandon((ServiceRows *) arg);
 }
 
 static bool
@@ -1214,7 +1216,7 @@ start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
 	uint64		slot_bytes;
 
 	callback = palloc0(sizeof(MemoryContextCallback));
-	callback->func = close_gpu_rows;
+	callback->func = abandon_gpu_rows;
 	callback->arg = rows;
 	MemoryContextRegisterResetCallback(store->context, callback);
 

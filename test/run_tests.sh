@@ -24,7 +24,8 @@
 # 5. the server log: a backend "terminated by signal" is a failure;
 # 6. the GPU service end to end (test/service/run.sh): its own server, whose
 #    GPU processes play GPUs with the CPU engine; GPUSORT_SERVICE_TEST=0
-#    skips it;
+#    skips it; then the service under fire (test/service/chaos.sh) for
+#    GPUSORT_CHAOS_SECONDS (default 120; 0 skips it);
 # 7. gpusort on a Citus cluster (test/citus/run.sh), where Citus is
 #    installed (test/setup.sh installs it) or this runs as root.
 # It expects gpusort built and installed (test/setup.sh). N counts every
@@ -183,6 +184,13 @@ if [ "${GPUSORT_SERVICE_TEST:-1}" != 0 ]; then
   test/service/run.sh > "$workdir/service.log" 2>&1
   grep -E "^(not ok|==)|^[0-9]+ passed" "$workdir/service.log"
   count_from "$workdir/service.log" "the GPU service test"
+fi
+if [ "${GPUSORT_CHAOS_SECONDS:-120}" != 0 ]; then
+  echo "== the GPU service under fire (kill -9, SIGSTOP, terminations, reloads, restarts)"
+  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m fast stop >/dev/null 2>&1
+  test/service/chaos.sh > "$workdir/chaos.log" 2>&1
+  grep -E "^(not ok|ok|sorts right|chaos for|WRONG|ERROR)|^[0-9]+ passed" "$workdir/chaos.log"
+  count_from "$workdir/chaos.log" "the chaos test"
 fi
 
 # ---- 7. Citus ----

@@ -103,6 +103,22 @@ wait_ready() {
   return 1
 }
 
+# no_leaks NAME: once the sessions ended, the service holds nothing: no
+# staging slot, GPU memory, rows job, give-back file, connection or waiter
+# (its status page, as gpusort_info() shows it), and no temporary file is
+# left in the server's directories
+no_leaks() {
+  local held files
+  for _ in $(seq 1 50); do
+    held=$(psql_q -c "SELECT string_agg(name || '=' || value, ' ' ORDER BY name) FROM gpusort_info() WHERE name ~ '^gpu[0-9]+_(slots_used|memory_used_mb|rows_jobs|given_back_files|connections|jobs_waiting)$' AND value <> '0'")
+    [ -z "$held" ] && break
+    sleep 0.1
+  done
+  files=$(find "$workdir/data/base/pgsql_tmp" "$workdir/ts" -type f 2>/dev/null | head -n 3)
+  if [ -z "$held$files" ]; then ok "$1: nothing left in the service, no temporary file"
+  else bad "$1: nothing left in the service, no temporary file" "$held $files"; fi
+}
+
 $run_as "$bindir/initdb" -D "$workdir/data" -A trust -U "$dbuser" >"$workdir/initdb.log" 2>&1 \
   || { cat "$workdir/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
 
@@ -227,11 +243,19 @@ auto_sql="SET gpusort.queue_timeout = 300; SELECT count(*), bool_and(ok) FROM (S
 out=$(psql_q -c "$auto_sql")
 check "under auto, a sort that waited out queue_timeout ran on the CPU" "200000|t" "$(echo "$out" | tail -n 1)"
 case "$out" in *WARNING*) bad "no warning for the queue timeout" "$out";; *) ok "no warning for the queue timeout";; esac
-psql_q -c "$sort_sql" > "$workdir/b.out" &
-explain=$(psql_q -c "SET work_mem = '256MB'; SET gpusort.min_rows = 0; SET gpusort.device = gpu; EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM t ORDER BY k")
+psql_q -c "SET gpusort.queue_timeout = '20s'; $sort_sql" > "$workdir/b.out" &
+explain=$(psql_q -c "SET work_mem = '256MB'; SET gpusort.min_rows = 0; SET gpusort.device = gpu; SET gpusort.queue_timeout = '20s'; EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM t ORDER BY k")
 wait
 check "the first sort ran" "200000|t" "$(tail -n 1 "$workdir/a.out")"
 check "a sort queued under gpu waited and ran" "200000|t" "$(tail -n 1 "$workdir/b.out")"
+# under gpu, no wait is unbounded: one that waits out queue_timeout fails
+psql_q -c "$sort_sql" > /dev/null &
+sleep 0.3
+out=$(psql_q -c "\\set VERBOSITY verbose" -c "SET gpusort.queue_timeout = 300; $sort_sql")
+wait
+case "$out" in *"ERROR:  53400: the GPU stayed busy: waited "*" ms for GPU memory (gpusort.queue_timeout)"*)
+  ok "under gpu, a sort that waited out queue_timeout fails with 53400";;
+  *) bad "under gpu, a sort that waited out queue_timeout fails with 53400" "$out";; esac
 case "$explain" in *"GPU Queue Wait: "*) ok "EXPLAIN ANALYZE shows the queue wait";;
   *) bad "EXPLAIN ANALYZE shows the queue wait" "$explain";; esac
 check "stats: one queue-timeout fallback" "1" \
@@ -444,17 +468,44 @@ check "gpusort_stats of SQL version 1.1 (17 columns), then 1.2 after ALTER EXTEN
 psql_q -d gs_old -c "DROP EXTENSION gpusort" -c "DROP ROLE gs_monitor" > /dev/null
 check "no job left when the reader ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
-# a rows job whose rows would pass its client's temp_file_limit keeps its
-# memory: 15000 rows (1.4 MB, all in the job, no file of the backend's own) against
-# a limit of 1MB; the waiting sort gives up after 2 s
-big_sort_beside_reader limited "SET statement_timeout = '2s';" "$spill" "SET temp_file_limit = '1MB';" \
-  "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;" \
-  "FETCH 1 FROM c;" "SELECT gs_sleep_until_told('limited');" "FETCH ALL FROM c;" "COMMIT;"
-case "$(cat "$workdir/server.log")" in *"kept its GPU memory: its "*" kB of rows exceed the client's temp_file_limit (1024 kB)"*)
-  ok "beyond the client's temp_file_limit the rows stay in GPU memory";;
-  *) bad "beyond the client's temp_file_limit the rows stay in GPU memory" "$(grep -i gpud "$workdir/server.log" | tail -n 3)";; esac
-check "and the reader gets PostgreSQL's rows" \
-  "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id" | md5sum)" \
+# Give-back files are the session's own temporary files: three cursors of
+# 15000 rows (1.4 MB in the service) each under a 4 MB temp_file_limit
+# grow their files to 2.8 MB together; the third cursor's stays empty, so
+# its rows job keeps its GPU memory (and the waiting sort, which needs all
+# three, gives up). log_temp_files shows the two files given rows, and
+# pg_stat_database.temp_bytes counts them.
+temp_before=$(psql_q -c "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()")
+log_before=$(wc -l < "$workdir/server.log")
+limited_cursors=("BEGIN;"
+  "DECLARE c1 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id <= 15000 ORDER BY k, id;"
+  "DECLARE c2 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id > 15000 AND id <= 30000 ORDER BY k, id;"
+  "DECLARE c3 NO SCROLL CURSOR FOR SELECT * FROM rows_t WHERE id > 30000 AND id <= 45000 ORDER BY k, id;"
+  "FETCH 1 FROM c1;" "FETCH 1 FROM c2;" "FETCH 1 FROM c3;")
+limited_rest=("FETCH ALL FROM c1;" "FETCH ALL FROM c2;" "FETCH ALL FROM c3;" "COMMIT;")
+big_sort_beside_reader limited "SET statement_timeout = '5s';" "$spill" \
+  "SET temp_file_limit = '4MB';" "SET log_temp_files = 0;" "${limited_cursors[@]}" \
+  "SELECT gs_sleep_until_told('limited');" "${limited_rest[@]}"
+new_log=$(tail -n +"$((log_before + 1))" "$workdir/server.log")
+case "$new_log" in *"keeps its GPU memory: its client's file has no room for its "*" kB of rows (temp_file_limit)"*)
+  ok "beyond the session's temp_file_limit a rows job keeps its GPU memory";;
+  *) bad "beyond the session's temp_file_limit a rows job keeps its GPU memory" "$(echo "$new_log" | grep -i gpud | tail -n 3)";; esac
+check "two rows jobs gave their memory back, within the limit" "2" \
+  "$(echo "$new_log" | grep -c "gave its .* MB of GPU memory to a waiting job")"
+temp_after=$(psql_q -c "SELECT pg_stat_force_next_flush()" -c "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()" | tail -n 1)
+check "pg_stat_database.temp_bytes counts the files' bytes" "t" \
+  "$(psql_q -c "SELECT $temp_after - $temp_before >= $(echo "$new_log" | grep -o 'temporary file: path "[^"]*", size [0-9]*$' | awk '{s += $NF} END {print s + 0}')")"
+# the same cursors with no sort waiting: their rows jobs give nothing back,
+# so their files close empty; above, two of them held rows
+zero_files() { grep -o 'temporary file: path "[^"]*", size [0-9]*$' | grep -c ', size 0$'; }
+with_give_back=$(echo "$new_log" | zero_files)
+log_before=$(wc -l < "$workdir/server.log")
+printf '%s\n' "$spill" "SET temp_file_limit = '4MB';" "SET log_temp_files = 0;" "${limited_cursors[@]}" \
+  "${limited_rest[@]}" | psql_q > /dev/null
+without=$(tail -n +"$((log_before + 1))" "$workdir/server.log" | zero_files)
+check "log_temp_files: two of the three give-back files held rows (empty files: $without without a waiting sort)" \
+  "2" "$((without - with_give_back))"
+check "and the reader gets PostgreSQL's rows in PostgreSQL's order" \
+  "$(printf '%s\n' "$spill" "SET gpusort.enabled = off;" "${limited_cursors[@]}" "${limited_rest[@]}" | psql_q | grep -v -e '^$' -e '^SET$' | md5sum)" \
   "$(grep -v -e '^$' -e '^SET$' "$workdir/slow_limited.out" | md5sum)"
 
 # ---- 4e. sorts holding rows in the service do not wait for each other ----
@@ -474,9 +525,181 @@ check "under auto all eight finish with PostgreSQL's rows (${many_ms} ms)" "8" \
 for i in 1 2 3 4 5 6 7 8; do psql_q -c "$many SET gpusort.device = gpu; $many_sql" > "$workdir/many_$i.out" & done
 wait
 check "under gpu each finishes or says why, none waits out statement_timeout" "8 0" \
-  "$(cat "$workdir"/many_*.out | grep -c -x -e "$expected_many" -e "ERROR:  the GPU stayed busy: .*waits at most gpusort.queue_timeout for more") $(cat "$workdir"/many_*.out | grep -c "statement timeout")"
+  "$(cat "$workdir"/many_*.out | grep -c -x -e "$expected_many" -e "ERROR:  the GPU stayed busy: .*(gpusort.queue_timeout).*") $(cat "$workdir"/many_*.out | grep -c "statement timeout")"
+no_leaks "after the concurrent sorts"
+
+
+# ---- 4f. fairness ----
+echo "== small sorts pass a large one that waits for GPU memory"
+# 90 MB of budget, jobs of 1.5 s: A and B need about 51 MB each (3.5M int4
+# keys), so B waits for A; C needs 0.2 MB beyond the allowance, and passes B
+start_server gpusort 100 1 1500
+psql_q -c "DROP TABLE IF EXISTS arrs" -c "CREATE TABLE arrs AS SELECT 'big' AS name, array_agg(((g::int8 * 7919) % 3500017)::int4) AS arr FROM generate_series(1, 3500000) g UNION ALL SELECT 'mid', array_agg(((g::int8 * 7919) % 900001)::int4) FROM generate_series(1, 900000) g UNION ALL SELECT 'small', array_agg(((g::int8 * 7919) % 20011)::int4) FROM generate_series(1, 20000) g" >/dev/null
+arr_sort() { # arr_sort NAME [SETTINGS]: gpu_sort of a stored array under gpu, checked
+  echo "SET gpusort.device = gpu; SET gpusort.queue_timeout = '20s'; ${2:-} SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT arr FROM arrs WHERE name = '$1'))) WITH ORDINALITY AS u(v, i)) s;"
+}
+timed() { # timed NAME SQL: runs SQL, output in NAME.out, end time in NAME.end
+  psql_q -c "$2" > "$workdir/$1.out"; date +%s%N > "$workdir/$1.end"
+}
+timed fa "$(arr_sort big)" &
+sleep 0.4
+timed fb "$(arr_sort big)" &
+sleep 0.4
+timed fc "$(arr_sort small)" &
+wait
+check "the three sorts ran" "3500000|t 3500000|t 20000|t" \
+  "$(tail -qn 1 "$workdir/fa.out" "$workdir/fb.out" "$workdir/fc.out" | paste -sd ' ')"
+ahead_ms=$(( ($(cat "$workdir/fb.end") - $(cat "$workdir/fc.end")) / 1000000 ))
+[ "$ahead_ms" -ge 700 ] && ok "the small sort did not wait behind the large one (ended ${ahead_ms} ms before it)" \
+  || bad "the small sort did not wait behind the large one" "ended ${ahead_ms} ms before it"
+no_leaks "after the queue"
+
+echo "== a session's cap on GPU memory"
+psql_q -c "DROP ROLE IF EXISTS gs_user" -c "CREATE ROLE gs_user LOGIN" >/dev/null
+case "$(psql_q -U gs_user -c "SET gpusort.session_gpu_memory_limit = '20MB'")" in
+  *"permission denied to set parameter"*) ok "only a superuser sets it";;
+  *) bad "only a superuser sets it";; esac
+out=$(psql_q -c "$(arr_sort big "SET gpusort.session_gpu_memory_limit = '40MB';")")
+case "$out" in *"ERROR:  out of GPU memory: the sort needs about 49 MB of GPU memory, more than a session may hold (gpusort.session_gpu_memory_limit = 40 MB)"*)
+  ok "a sort over the cap fails under gpu, naming the setting";;
+  *) bad "a sort over the cap fails under gpu, naming the setting" "$out";; esac
+out=$(psql_q -c "SET gpusort.session_gpu_memory_limit = '40MB'; SELECT count(*) FROM unnest(gpu_sort((SELECT arr FROM arrs WHERE name = 'big')))")
+case "$out" in *"WARNING:  GPU sort failed; sorted on the CPU instead"*"session_gpu_memory_limit"*3500000) ok "and runs on the CPU under auto";;
+  *) bad "and runs on the CPU under auto" "$out";; esac
+# within the cap, a sort waits for the session's own idle rows job, which
+# gives its memory back (its cursor's rows go to a file and still come in order)
+cap_reader=("$spill" "SET gpusort.session_gpu_memory_limit = '40MB';" "BEGIN;"
+  "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" "FETCH 1 FROM c;")
+log_before=$(wc -l < "$workdir/server.log")
+out=$(printf '%s\n' "${cap_reader[@]}" "$(arr_sort mid)" "FETCH ALL FROM c;" "COMMIT;" | psql_q)
+case "$out" in *"900000|t"*) ok "a sort waited for its session's idle rows job and ran";;
+  *) bad "a sort waited for its session's idle rows job and ran" "$out";; esac
+tail -n +"$((log_before + 1))" "$workdir/server.log" | grep -q "gave its .* MB of GPU memory to a waiting job" \
+  && ok "the idle rows job gave its memory back" || bad "the idle rows job gave its memory back"
+check "the cursor's rows are PostgreSQL's, in PostgreSQL's order" \
+  "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t ORDER BY k, id" | md5sum)" \
+  "$(echo "$out" | grep -v -e '^$' -e '^SET$' -e '^BEGIN$' -e '^DECLARE CURSOR$' -e '^COMMIT$' -e '^900000|t$' | md5sum)"
+no_leaks "after the session's cap"
+
+echo "== a rows job whose input pauses gives its GPU memory back"
+start_server gpusort 100 1 0
+# (the sleep in the scan's filter: below the sort, in its input)
+paused_query() { echo "SELECT count(*), md5(string_agg(id::text || k::text, ',')) FROM (SELECT k, id FROM rows_t WHERE id <= 40000 AND (id <> 20000 OR $1) ORDER BY k, id) o"; }
+paused_sql=$(paused_query "gs_sleep_until_told('paused')::text = ''")
+log_before=$(wc -l < "$workdir/server.log")
+big_sort_beside_reader paused "SET gpusort.queue_timeout = '10s';" "$spill" "$paused_sql"
+new_log=$(tail -n +"$((log_before + 1))" "$workdir/server.log")
+case "$new_log" in *"gave its "*" MB of GPU memory to a waiting job (its "*" MB of unsorted rows went to its client's file)"*)
+  ok "the paused job gave its memory back before its sort";;
+  *) bad "the paused job gave its memory back before its sort" "$(echo "$new_log" | grep -i gpud | tail -n 3)";; esac
+check "its rows still come out as PostgreSQL's sort gives them" \
+  "$(psql_q -c "SET gpusort.enabled = off; $(paused_query true)")" \
+  "$(grep -v -e '^$' -e '^SET$' "$workdir/slow_paused.out")"
+no_leaks "after the paused input"
+
+# ---- 4g. failures stay with their job ----
+echo "== a job the GPU fails fails alone"
+fail_sort="SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 123457)::int4) FROM generate_series(1, 123457) g))) WITH ORDINALITY AS u(v, i)) s"
+export GPUSORT_SERVICE_EMULATE_FAIL_N=123457
+start_server gpusort 100 1 0
+unset GPUSORT_SERVICE_EMULATE_FAIL_N
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
+  "FETCH 1 FROM c;" "SELECT gs_sleep_until_told('failing');" "FETCH ALL FROM c;" "COMMIT;" \
+  | psql_q > "$workdir/slow_failing.out" &
+reader_pid=$!
+wait_for_sleeping_reader
+out=$(psql_q -c "$fail_sort")
+case "$out" in *"WARNING:  GPU sort failed; sorted on the CPU instead"*"an emulated GPU failure"*"123457|t") ok "under auto the failed sort ran on the CPU";;
+  *) bad "under auto the failed sort ran on the CPU" "$out";; esac
+out=$(psql_q -c "SET gpusort.device = gpu; $fail_sort")
+case "$out" in *"ERROR:  GPU sort failed: an emulated GPU failure"*) ok "under gpu it fails with the GPU's error";;
+  *) bad "under gpu it fails with the GPU's error" "$out";; esac
+tell_reader failing
+wait "$reader_pid"
+check "another session's rows in the same GPU are intact" \
+  "$(psql_q -c "SET gpusort.enabled = off; SELECT * FROM rows_t ORDER BY k, id" | md5sum)" \
+  "$(grep -v -e '^$' -e '^SET$' -e '^BEGIN$' -e '^DECLARE CURSOR$' -e '^COMMIT$' "$workdir/slow_failing.out" | md5sum)"
+check "the GPU's process went on (same pid, no restart, two jobs failed)" "$gpud_pid 0 2" \
+  "$(psql_q -c "SELECT string_agg(value, ' ' ORDER BY name) FROM gpusort_info() WHERE name IN ('gpu0_pid', 'gpu0_restarts', 'gpu0_jobs_failed')" | awk '{print $2, $3, $1}')"
+export GPUSORT_SERVICE_EMULATE_FAIL_N=123457 GPUSORT_SERVICE_EMULATE_FAIL_STICKY=1
+start_server gpusort 100 1 0
+unset GPUSORT_SERVICE_EMULATE_FAIL_N GPUSORT_SERVICE_EMULATE_FAIL_STICKY
+check "a failure that breaks the GPU's context still runs on the CPU under auto" "123457|t" \
+  "$(psql_q -c "$fail_sort" | tail -n 1)"
+wait_ready 1
+check "and restarts the GPU's process, as a device fault" "1" \
+  "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_restarts'")"
+grep -q "a GPU failure left the GPU unusable: an emulated GPU failure" "$workdir/server.log" \
+  && ok "the log says the context was broken" || bad "the log says the context was broken"
+
+echo "== a gpusort-gpud that stops answering is replaced"
+start_server gpusort 100 1 3000
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+stopped_start=$(date +%s%N)
+psql_q -c "$auto_sql" > "$workdir/a.out" &
+sleep 0.5
+kill -STOP "$gpud_pid"
+wait
+stopped_ms=$(( ($(date +%s%N) - stopped_start) / 1000000 ))
+check "a sort on a stopped process finished on the CPU under auto" "200000|t" "$(tail -n 1 "$workdir/a.out")"
+[ "$stopped_ms" -lt 12000 ] && ok "within the worker's liveness bound (${stopped_ms} ms)" \
+  || bad "within the worker's liveness bound" "${stopped_ms} ms"
+grep -q "the process of GPU 0 (pid $gpud_pid) stopped answering for [0-9]* ms; killing it" "$workdir/server.log" \
+  && ok "the worker killed the process that stopped answering" || bad "the worker killed the process that stopped answering"
+wait_ready 1 && ok "a new one is ready" || bad "a new one is ready"
+check "it counts as a hang" "1" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_hangs'")"
+gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+psql_q -c "$sort_sql" > "$workdir/b.out" &
+sleep 0.5
+kill -STOP "$gpud_pid"; sleep 1; kill -CONT "$gpud_pid"
+wait
+check "a short stop only delays a sort" "200000|t $gpud_pid" \
+  "$(tail -n 1 "$workdir/b.out") $(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")"
+no_leaks "after the stops"
+
+# ---- 4h. another OS user ----
+echo "== another OS user cannot take the service's place"
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+  start_server gpusort 100 1 0
+  impostor_dir=$(mktemp -d /tmp/gpusort-impostor.XXXXXX)
+  chmod 777 "$impostor_dir"
+  cp test/service/impostor.py "$impostor_dir/"
+  runuser -u nobody -- /usr/bin/python3 "$impostor_dir/impostor.py" "$impostor_dir" 120 &
+  impostor_pid=$!
+  sleep 1
+  before=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
+  check "sorts go on beside it" "200000|t" "$(psql_q -c "$sort_sql" | tail -n 1)"
+  # the worker stopped: the process killed, its name and pid stay published
+  # while the impostor binds the name; backends that connect there leave
+  gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
+  worker_pid=$(ps -o ppid= -p "$gpud_pid" | tr -d ' ')
+  kill -STOP "$worker_pid"
+  kill -9 "$gpud_pid"
+  for _ in $(seq 1 100); do [ -f "$impostor_dir/bound" ] && break; sleep 0.05; done
+  [ -f "$impostor_dir/bound" ] && ok "the impostor bound the dead process's name" || bad "the impostor bound the dead process's name"
+  check "a sort meanwhile runs on the CPU, right" "200000|t" "$(psql_q -c "$auto_sql" | tail -n 1)"
+  kill -CONT "$worker_pid"
+  wait_ready 1
+  check "then on the GPU again" "200000|t" "$(psql_q -c "$sort_sql" | tail -n 1)"
+  sleep 0.5
+  kill "$impostor_pid"; wait "$impostor_pid"
+  report=$(cat "$impostor_dir/report" 2>/dev/null)
+  case "$report" in *"connected="[1-9]*"service_bytes=0 "*"accepted="[1-9]*"backend_bytes=0"*)
+    ok "it knocked and was let in, got no byte from the service or a backend ($report)";;
+    *) bad "it knocked and was let in, got no byte from the service or a backend" "$report";; esac
+  grep -q "the socket of GPU 0's service is held by pid [0-9]* of uid $(id -u nobody), not by the service's process $gpud_pid: not using it" "$workdir/server.log" \
+    && ok "the backend logged the impostor" || bad "the backend logged the impostor"
+  grep -q "refused a connection from pid [0-9]*, uid $(id -u nobody): not the server's user" "$workdir/server.log" \
+    && ok "the service logged the impostor's knock" || bad "the service logged the impostor's knock"
+  rm -rf "$impostor_dir"
+  no_leaks "after the impostor"
+else
+  echo "(skipped: needs root to run a process as nobody)"
+fi
 
 echo "== a gpusort-gpud that does not answer: statement_timeout still ends the sort"
+start_server gpusort 100 1 0
 gpud_pid=$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu0_pid'")
 kill -STOP "$gpud_pid"
 stopped_start=$(date +%s%N)

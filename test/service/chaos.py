@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Sorts under fire: the GPU service killed, stopped, restarted under load.
+
+    chaos.py --dsn DSN --seconds N --restart-cmd CMD [--clients C] [--seed S]
+
+For N seconds, C clients run a mix of sorts through GpuSort and the array
+functions (ORDER BY with every kind of key, LIMIT, parallel sorts, sorts
+beyond work_mem whose rows the service holds, cursors read a batch at a
+time, gpu_sort / gpu_argsort / gpu_approx_sort), each checked against what
+PostgreSQL's own sort gave for the same query before the chaos began (row
+by row; array results against the array sorted by PostgreSQL). Meanwhile a
+chaos thread, every few seconds, does one of:
+  - kill -9 of a gpusort-gpud;
+  - SIGSTOP of a gpusort-gpud for 0.5 to 8 s, then SIGCONT;
+  - pg_terminate_backend() of a client;
+  - pg_reload_conf() after changing a gpusort setting;
+  - CMD (a fast restart of the server), about once a minute.
+
+A client whose connection went (terminated, the server restarting) comes
+back; a sort beyond work_mem whose rows died with their process fails with
+gpusort's error and is counted apart (that is what gpusort.device = auto
+promises for them); any other error, any wrong row, is a failure.
+
+At the end, with the clients gone: every GPU's process is ready again
+within READY_BOUND_S of the last disturbance, and the service holds no
+staging slot, GPU memory, rows job, give-back file, connection or waiter.
+The caller checks the server log and the temporary files. Prints a
+summary and ends with "N passed, M failed" (N: checked sorts and end
+checks; M: wrong rows, unexpected errors, failed end checks).
+"""
+import argparse
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+try:
+    import psycopg2 as db
+except ImportError:                      # the GPU machine: no psycopg2
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "fuzz"))
+    import pgwire as db
+
+# The service restarts a process after a pause that doubles up to 30 s
+# while it keeps dying young (worker.c), plus its start.
+READY_BOUND_S = 40
+# every wait is bounded: a sort taking this long is a failure
+STATEMENT_TIMEOUT = "60s"
+
+ROWS = 120000
+
+SETUP = [
+    "DROP TABLE IF EXISTS chaos_t, chaos_arrays",
+    f"""CREATE TABLE chaos_t AS
+        SELECT g AS id,
+               CASE WHEN g % 17 = 0 THEN NULL ELSE ((g::int8 * 7919) % 100003)::int4 END AS k,
+               CASE WHEN g % 23 = 0 THEN NULL ELSE (g::int8 * 2654435761) % 1000000007 - 500000000 END AS k8,
+               CASE WHEN g % 31 = 0 THEN 'NaN'::float8 WHEN g % 37 = 0 THEN 'Infinity'::float8
+                    WHEN g % 41 = 0 THEN '-Infinity'::float8
+                    ELSE ((g::int8 * 48271) % 2147483647)::float8 / 1000 END AS f,
+               (g % 97)::int4 AS g,
+               md5(g::text) AS pad
+        FROM generate_series(1, {ROWS}) g""",
+    "ANALYZE chaos_t",
+    """CREATE TABLE chaos_arrays AS
+        SELECT n, array_agg(((g::int8 * 7919 + n) % (n * 3 + 1))::int4 ORDER BY g) AS a
+        FROM (VALUES (1000), (20000), (150000), (400000)) v(n), generate_series(1, n) g
+        GROUP BY n""",
+]
+
+# ORDER BY queries: each key list ends in id, so the order is total
+ORDER_BY = [
+    "SELECT id, k, pad FROM chaos_t ORDER BY k, id",
+    "SELECT id, k8 FROM chaos_t ORDER BY k8 DESC NULLS LAST, id",
+    "SELECT id, f FROM chaos_t ORDER BY f, id",
+    "SELECT id, g, k FROM chaos_t ORDER BY g, k NULLS FIRST, id",
+    "SELECT id, k FROM chaos_t ORDER BY k DESC, id LIMIT 1000",
+    "SELECT id, k8 FROM chaos_t WHERE id % 3 = 0 ORDER BY k8, id LIMIT 50000",
+    "SELECT * FROM chaos_t ORDER BY k, id OFFSET 100000",
+]
+
+SESSION = [
+    "SET gpusort.min_rows = 0",
+    "SET gpusort.gpu_min_elements = 0",
+    "SET enable_sort = off",
+    f"SET statement_timeout = '{STATEMENT_TIMEOUT}'",
+]
+SHAPES = [
+    # (work_mem, parallel workers): sorts in memory, beyond work_mem (rows
+    # in the service, or runs), and parallel sorts
+    ("64MB", 0), ("256kB", 0), ("1MB", 0), ("4MB", 2), ("256kB", 2),
+]
+
+
+def text_of(rows):
+    digest = hashlib.md5()
+    for row in rows:
+        digest.update(("|".join("" if v is None else str(v) for v in row) + "\n").encode())
+    return digest.hexdigest(), len(rows)
+
+
+class Interrupted(Exception):
+    """The connection went: terminated, or the server restarting."""
+
+
+INTERRUPTED_CODES = ("57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004")
+ROWS_LOST = "the GPU service lost the rows of a sort beyond work_mem"
+
+
+def connect(dsn, deadline):
+    while True:
+        try:
+            connection = db.connect(dsn)
+            connection.autocommit = True
+            return connection
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def run(connection, sqls):
+    cursor = connection.cursor()
+    rows = None
+    for sql in sqls:
+        cursor.execute(sql)
+        if cursor.description is not None:
+            rows = cursor.fetchall()
+    cursor.close()
+    return rows
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.passed = 0
+        self.wrong = []
+        self.errors = []
+        self.interrupted = 0
+        self.rows_lost = 0
+
+    def add(self, field, item=None):
+        with self.lock:
+            if field in ("wrong", "errors"):
+                getattr(self, field).append(item)
+            else:
+                setattr(self, field, getattr(self, field) + 1)
+
+
+def expected_results(dsn):
+    """PostgreSQL's own answers, before the chaos."""
+    connection = connect(dsn, time.time() + 30)
+    run(connection, SETUP)
+    expected = {}
+    for sql in ORDER_BY:
+        expected[sql] = text_of(run(connection, ["SET gpusort.enabled = off", sql]))
+    connection.close()
+    return expected
+
+
+def one_sort(connection, rng, expected):
+    """One random sort, checked; returns (ok, what)."""
+    kind = rng.random()
+    work_mem, workers = rng.choice(SHAPES)
+    settings = SESSION + [f"SET work_mem = '{work_mem}'",
+                          f"SET max_parallel_workers_per_gather = {workers}",
+                          "SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
+                          "SET min_parallel_table_scan_size = 0"]
+    if kind < 0.6:
+        sql = rng.choice(ORDER_BY)
+        got = text_of(run(connection, settings + [sql]))
+        return got == expected[sql], sql
+    if kind < 0.8:
+        # a cursor read a batch at a time (its rows may be given back to a
+        # file while it waits)
+        sql = rng.choice(ORDER_BY[:4])
+        cursor = connection.cursor()
+        rows = []
+        try:
+            for s in settings + ["BEGIN", f"DECLARE c NO SCROLL CURSOR FOR {sql}"]:
+                cursor.execute(s)
+            while True:
+                cursor.execute("FETCH 20000 FROM c")
+                batch = cursor.fetchall()
+                if not batch:
+                    break
+                rows.extend(batch)
+                time.sleep(rng.random() * 0.05)
+            cursor.execute("COMMIT")
+        except Exception:
+            try:
+                connection.rollback()
+            except Exception:
+                pass
+            raise
+        finally:
+            cursor.close()
+        return text_of(rows) == expected[sql], "cursor: " + sql
+    n = rng.choice([1000, 20000, 150000, 400000])
+    function = rng.choice(["sort", "argsort", "approx", "sort_desc"])
+    if function == "sort":
+        check = ("SELECT gpu_sort(a) = (SELECT array_agg(x ORDER BY x) FROM unnest(a) x) "
+                 f"FROM chaos_arrays WHERE n = {n}")
+    elif function == "sort_desc":
+        check = ("SELECT gpu_sort(a, 'auto', true) = (SELECT array_agg(x ORDER BY x DESC) "
+                 f"FROM unnest(a) x) FROM chaos_arrays WHERE n = {n}")
+    elif function == "argsort":
+        check = ("SELECT (SELECT array_agg(a[i] ORDER BY o) FROM unnest(gpu_argsort(a)) "
+                 "WITH ORDINALITY u(i, o)) = (SELECT array_agg(x ORDER BY x) FROM unnest(a) x) "
+                 f"FROM chaos_arrays WHERE n = {n}")
+    else:
+        # interval order: every element of interval i before any of i + 1,
+        # and the same elements
+        check = ("SELECT (SELECT array_agg(x ORDER BY x) FROM unnest(s) x) = "
+                 "(SELECT array_agg(x ORDER BY x) FROM unnest(a) x) "
+                 "AND (SELECT bool_and(iv >= prev) FROM (SELECT iv, lag(iv, 1, 0) OVER (ORDER BY o) "
+                 "AS prev FROM (SELECT o, ((x::int8 - mn) * 100 / (mx::int8 - mn + 1)) AS iv "
+                 "FROM unnest(s) WITH ORDINALITY u(x, o), (SELECT min(x) mn, max(x) mx FROM "
+                 "unnest(a) x) m) q) r) "
+                 f"FROM (SELECT a, gpu_approx_sort(a, 100) AS s FROM chaos_arrays WHERE n = {n}) z")
+    rows = run(connection, SESSION + [check])
+    return rows is not None and len(rows) == 1 and str(rows[0][0]).lower() in ("t", "true"), \
+        f"{function}({n})"
+
+
+def client(number, dsn, seconds, seed, expected, stats, stop):
+    rng = random.Random(seed * 1000 + number)
+    connection = None
+    while not stop.is_set():
+        try:
+            if connection is None:
+                connection = connect(dsn, time.time() + 120)
+            ok, what = one_sort(connection, rng, expected)
+            if ok:
+                stats.add("passed")
+            else:
+                stats.add("wrong", what)
+                print(f"WRONG ROWS: client {number}: {what}", flush=True)
+        except Exception as error:
+            message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            code = getattr(error, "pgcode", None)
+            if isinstance(error, (db.OperationalError, db.InterfaceError)) and \
+                    (code is None or code in INTERRUPTED_CODES) or code in INTERRUPTED_CODES:
+                stats.add("interrupted")
+            elif ROWS_LOST in message:
+                stats.add("rows_lost")
+            else:
+                stats.add("errors", message)
+                print(f"ERROR: client {number}: {message}", flush=True)
+            try:
+                connection.close()
+            except Exception:
+                pass
+            connection = None
+    if connection is not None:
+        connection.close()
+
+
+def service_pids(dsn):
+    connection = connect(dsn, time.time() + 60)
+    rows = run(connection, [
+        "SELECT name, value FROM gpusort_info() WHERE name ~ '^gpu[0-9]+_pid$'"])
+    clients = run(connection, [
+        "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' "
+        "AND pid <> pg_backend_pid() AND datname = current_database()"])
+    connection.close()
+    return [int(v) for _, v in rows if int(v) > 0], [int(r[0]) for r in clients]
+
+
+def chaos(dsn, restart_cmd, seed, stop, log, disturbed):
+    rng = random.Random(seed)
+    last_restart = time.time()
+    while not stop.wait(rng.uniform(2, 6)):
+        try:
+            gpuds, clients = service_pids(dsn)
+            action = rng.choice(["kill", "kill", "stop", "stop", "terminate", "reload"])
+            if time.time() - last_restart > rng.uniform(45, 75):
+                action = "restart"
+            if action in ("kill", "stop") and not gpuds:
+                action = "reload"
+            if action == "terminate" and not clients:
+                action = "reload"
+            if action == "kill":
+                pid = rng.choice(gpuds)
+                os.kill(pid, signal.SIGKILL)
+                log.append(f"{time.strftime('%H:%M:%S')} kill -9 gpusort-gpud {pid}")
+            elif action == "stop":
+                pid = rng.choice(gpuds)
+                pause = rng.uniform(0.5, 8)
+                os.kill(pid, signal.SIGSTOP)
+                log.append(f"{time.strftime('%H:%M:%S')} SIGSTOP gpusort-gpud {pid} for {pause:.1f} s")
+                time.sleep(pause)
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    log.append(f"{time.strftime('%H:%M:%S')}   (it was killed meanwhile)")
+            elif action == "terminate":
+                pid = rng.choice(clients)
+                connection = connect(dsn, time.time() + 30)
+                run(connection, [f"SELECT pg_terminate_backend({pid})"])
+                connection.close()
+                log.append(f"{time.strftime('%H:%M:%S')} pg_terminate_backend({pid})")
+            elif action == "reload":
+                connection = connect(dsn, time.time() + 30)
+                run(connection, [f"ALTER SYSTEM SET gpusort.queue_timeout = '{rng.choice([500, 1000, 2000])}'",
+                                 "SELECT pg_reload_conf()"])
+                connection.close()
+                log.append(f"{time.strftime('%H:%M:%S')} pg_reload_conf()")
+            else:
+                log.append(f"{time.strftime('%H:%M:%S')} restart -m fast")
+                subprocess.run(restart_cmd, shell=True, check=False,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                last_restart = time.time()
+            disturbed[0] = time.time()
+        except Exception as error:
+            log.append(f"{time.strftime('%H:%M:%S')} (chaos step failed: {error})")
+
+
+def end_checks(dsn, disturbed, stats):
+    """After the clients left: every GPU ready, nothing held."""
+    deadline = disturbed[0] + READY_BOUND_S
+    results = []
+    connection = connect(dsn, time.time() + 120)
+    while True:
+        rows = run(connection, ["SELECT name, value FROM gpusort_info() WHERE name ~ '^gpu[0-9]+_state$'"])
+        if rows and all(v == "ready" for _, v in rows):
+            break
+        if time.time() > deadline:
+            break
+        time.sleep(0.2)
+    ready_after = time.time() - disturbed[0]
+    results.append((bool(rows) and all(v == "ready" for _, v in rows),
+                    f"every GPU ready {ready_after:.1f} s after the last disturbance "
+                    f"(bound {READY_BOUND_S} s): {rows}"))
+    held_sql = ("SELECT string_agg(name || '=' || value, ' ' ORDER BY name) FROM gpusort_info() "
+                "WHERE name ~ '^gpu[0-9]+_(slots_used|memory_used_mb|rows_jobs|given_back_files|"
+                "connections|jobs_waiting)$' AND value <> '0'")
+    held = None
+    for _ in range(100):
+        held = run(connection, [held_sql])[0][0]
+        if not held:
+            break
+        time.sleep(0.1)
+    results.append((not held, f"nothing left in the service ({held or 'none'})"))
+    sorts = run(connection, ["SELECT jobs FROM gpusort_stats WHERE gpu = 'total'"])
+    results.append((True, f"jobs the service finished since the last restart: {sorts[0][0]}"))
+    connection.close()
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--clients", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=20261127)
+    parser.add_argument("--restart-cmd", required=True)
+    args = parser.parse_args()
+
+    expected = expected_results(args.dsn)
+    stats = Stats()
+    stop = threading.Event()
+    log = []
+    disturbed = [time.time()]
+    threads = [threading.Thread(target=client, args=(i, args.dsn, args.seconds, args.seed,
+                                                     expected, stats, stop))
+               for i in range(args.clients)]
+    chaos_thread = threading.Thread(target=chaos, args=(args.dsn, args.restart_cmd, args.seed,
+                                                        stop, log, disturbed))
+    for t in threads:
+        t.start()
+    chaos_thread.start()
+    time.sleep(args.seconds)
+    stop.set()
+    chaos_thread.join()
+    for t in threads:
+        t.join()
+
+    print(f"chaos for {args.seconds:.0f} s, {args.clients} clients, seed {args.seed}:")
+    for line in log:
+        print("  " + line)
+    print(f"sorts right: {stats.passed}; wrong: {len(stats.wrong)}; unexpected errors: "
+          f"{len(stats.errors)}; interrupted (connection gone): {stats.interrupted}; "
+          f"rows lost with their process (sorts beyond work_mem): {stats.rows_lost}")
+    failed = len(stats.wrong) + len(stats.errors)
+    passed = stats.passed
+    for ok, what in end_checks(args.dsn, disturbed, stats):
+        print(("ok - " if ok else "not ok - ") + what)
+        passed += ok
+        failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU service under fire (test/service/chaos.py): clients sort while
+# the service's processes are killed, stopped and continued, backends are
+# terminated, the configuration reloaded and the server restarted.
+#   test/service/chaos.sh
+# Starts a throwaway server (PostgreSQL's defaults, gpusort preloaded).
+# Its GPUs are emulated by the CPU engine (GPUSORT_SERVICE_EMULATE: two of
+# 2 GB) unless GPUSORT_CHAOS_REAL_GPU=1 (the GPU machine). Runs
+# GPUSORT_CHAOS_SECONDS (default 120) with GPUSORT_CHAOS_CLIENTS clients
+# (default 6), then checks, beside chaos.py's own checks, that no server
+# process was terminated by a signal and no temporary file was left. Ends
+# with "N passed, M failed". Expects gpusort built and installed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+bindir=$($pg_config --bindir)
+seconds=${GPUSORT_CHAOS_SECONDS:-120}
+clients=${GPUSORT_CHAOS_CLIENTS:-6}
+port=${GPUSORT_CHAOS_PORT:-54349}
+
+workdir=$(mktemp -d /tmp/gpusort-chaos.XXXXXX)
+run_as=""
+dbuser=$(id -un)
+if [ "$(id -u)" -eq 0 ]; then
+  dbuser=${GPUSORT_TEST_USER:-postgres}
+  run_as="runuser -u $dbuser --"
+  chown "$dbuser" "$workdir"
+fi
+emulate=""
+[ "${GPUSORT_CHAOS_REAL_GPU:-0}" = 1 ] || emulate="GPUSORT_SERVICE_EMULATE=2048 GPUSORT_SERVICE_EMULATE_GPUS=2"
+pg_ctl() { $run_as env $emulate "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" "$@"; }
+cleanup() {
+  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m immediate stop >/dev/null 2>&1
+  [ -n "${GPUSORT_KEEP_LOG:-}" ] && cp "$workdir/server.log" "$GPUSORT_KEEP_LOG" 2>/dev/null
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+$run_as "$bindir/initdb" -D "$workdir/data" -A trust -U "$dbuser" >"$workdir/initdb.log" 2>&1 \
+  || { cat "$workdir/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
+cat >> "$workdir/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$workdir'
+port = $port
+shared_preload_libraries = 'gpusort'
+CONF
+pg_ctl -w start >/dev/null || { cat "$workdir/server.log"; echo "0 passed, 1 failed"; exit 1; }
+export PGHOST="$workdir" PGPORT="$port" PGUSER="$dbuser"
+"$bindir/psql" -X -q -d postgres -c "CREATE EXTENSION gpusort" >/dev/null
+
+py=python3
+for p in /usr/bin/python3 python3; do
+  if "$p" -c "import psycopg2" >/dev/null 2>&1; then py=$p; break; fi
+done
+restart="$run_as env $emulate $bindir/pg_ctl -D $workdir/data -l $workdir/server.log -w -m fast restart"
+"$py" test/service/chaos.py --dsn "host=$workdir port=$port user=$dbuser dbname=postgres" \
+  --seconds "$seconds" --clients "$clients" --restart-cmd "$restart" > "$workdir/chaos.log" 2>&1
+cat "$workdir/chaos.log" | grep -v -E "^[0-9]+ passed, [0-9]+ failed$"
+line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$workdir/chaos.log" | tail -n 1)
+passed=$(echo "${line:-0 passed, 1 failed}" | cut -d' ' -f1)
+failed=$(echo "${line:-0 passed, 1 failed}" | cut -d' ' -f3)
+
+if grep -n "terminated by signal" "$workdir/server.log"; then
+  echo "not ok - a server process was terminated by a signal (above)"
+  failed=$((failed + 1))
+else
+  echo "ok - no server process terminated by a signal"
+  passed=$((passed + 1))
+fi
+left=$(find "$workdir/data/base/pgsql_tmp" -type f 2>/dev/null | head -n 3)
+if [ -n "$left" ]; then
+  echo "not ok - temporary files left: $left"
+  failed=$((failed + 1))
+else
+  echo "ok - no temporary file left"
+  passed=$((passed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
