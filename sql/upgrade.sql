@@ -12,10 +12,16 @@
 -- No version number is written below: adding a version (gpusort--X.sql,
 -- gpusort--W--X.sql, default_version) needs no change to this file or its
 -- expected output. It works in a database of its own, so the extension in
--- the regression database is left as it was (installed, if it was).
+-- the regression database is left as it was (installed, if it was), and
+-- with two roles of its own (regress_gpusort_*) that it drops.
+--
+-- Then who may read gpusort_stats, after every update and after a fresh
+-- install.
 SET client_min_messages = warning;
 SELECT current_database() AS regress_db \gset
 DROP DATABASE IF EXISTS gpusort_upgrade_regress;
+DROP ROLE IF EXISTS regress_gpusort_reader;
+DROP ROLE IF EXISTS regress_gpusort_nobody;
 CREATE DATABASE gpusort_upgrade_regress TEMPLATE template0;
 \c gpusort_upgrade_regress
 SET client_min_messages = warning;
@@ -117,5 +123,61 @@ WHERE e.name = 'gpusort' AND s.version <> e.default_version
                   WHERE p.source = s.version AND p.target = e.default_version AND p.path IS NOT NULL)
 ORDER BY 1;
 
+-- gpusort_stats is for superusers and whom they grant it: PUBLIC cannot
+-- execute its function (a view calls its functions with the reader's
+-- privileges, so the function would show the view's counters to anyone).
+-- A role granted SELECT on the view before an update, from every version
+-- that has the view, can still read it after.
+CREATE ROLE regress_gpusort_reader;
+CREATE ROLE regress_gpusort_nobody;
+DROP EXTENSION gpusort;
+CREATE TABLE stats_privileges(installed text, granted boolean, reader_reads boolean,
+                              public_executes boolean);
+DO $$
+DECLARE
+  v text;
+  granted boolean;
+BEGIN
+  FOR v IN SELECT version FROM pg_available_extension_versions WHERE name = 'gpusort' LOOP
+    EXECUTE format('CREATE EXTENSION gpusort VERSION %L', v);
+    -- granted where an update follows (at the newest version, SELECT on
+    -- the view alone does not let a role read it)
+    granted := to_regclass('gpusort_stats') IS NOT NULL
+      AND v <> (SELECT default_version FROM pg_available_extensions WHERE name = 'gpusort');
+    IF granted THEN
+      GRANT SELECT ON gpusort_stats TO regress_gpusort_reader;
+    END IF;
+    ALTER EXTENSION gpusort UPDATE;
+    INSERT INTO stats_privileges VALUES (v, granted,
+      has_table_privilege('regress_gpusort_reader', 'gpusort_stats', 'SELECT')
+        AND has_function_privilege('regress_gpusort_reader', 'gpusort_stats()', 'EXECUTE'),
+      has_function_privilege('public', 'gpusort_stats()', 'EXECUTE'));
+    DROP EXTENSION gpusort;
+  END LOOP;
+END $$;
+SELECT installed AS updated_from, granted, reader_reads, public_executes
+FROM stats_privileges
+WHERE public_executes OR granted <> reader_reads
+ORDER BY 1;
+-- a fresh install, granted as README says
+CREATE EXTENSION gpusort;
+GRANT SELECT ON gpusort_stats TO regress_gpusort_reader;
+GRANT EXECUTE ON FUNCTION gpusort_stats() TO regress_gpusort_reader;
+SET ROLE regress_gpusort_reader;
+-- reads the view (without gpusort in shared_preload_libraries the function
+-- says the GPU service is not running, which is no privilege error)
+DO $$
+BEGIN
+  PERFORM FROM gpusort_stats;
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+  NULL;
+END $$;
+SET ROLE regress_gpusort_nobody;
+SELECT count(*) FROM gpusort_stats;
+SELECT count(*) FROM gpusort_stats();
+RESET ROLE;
+
 \c :regress_db
 DROP DATABASE gpusort_upgrade_regress WITH (FORCE);
+DROP ROLE regress_gpusort_reader;
+DROP ROLE regress_gpusort_nobody;

@@ -19,6 +19,7 @@
 #include "catalog/pg_type_d.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -52,13 +53,43 @@ typedef struct ArrayInput
 	uint32_t   *ordinal;		/* [nitems] position among non-nulls, or NULL */
 } ArrayInput;
 
+/*
+ * The loops below over every element of an array take seconds for the
+ * largest ones (MaxArraySize elements, 134M), and the engine looks for a
+ * cancel only while it sorts: each loop looks every 2^20 elements (about a
+ * millisecond), so that statement_timeout and pg_cancel_backend stop it
+ * promptly. All they hold is memory, which the error frees.
+ */
+static inline void
+maybe_check_for_interrupts(int i)
+{
+	if ((i & ((1 << 20) - 1)) == 0)
+		CHECK_FOR_INTERRUPTS();
+}
+
+/* How many of an array's nitems elements its null bitmap marks NULL. */
+static int
+count_nulls(const bits8 *bitmap, int nitems)
+{
+	int			nulls = nitems;
+
+	if (bitmap == NULL)
+		return 0;
+	for (int byte = 0; byte < nitems / 8; byte++)
+		nulls -= __builtin_popcount(bitmap[byte]);
+	for (int i = nitems & ~7; i < nitems; i++)
+		if (bitmap[i / 8] & (1 << (i % 8)))
+			nulls--;
+	return nulls;
+}
+
+/* Checks an input array and takes its shape, without reading its elements:
+ * what the result will be is known here, before any work. */
 static void
-read_array(ArrayType *array, const char *function, bool integral_only,
+open_array(ArrayType *array, const char *function, bool integral_only,
 		   ArrayInput *input)
 {
 	Oid			element_type = ARR_ELEMTYPE(array);
-	bits8	   *bitmap = ARR_NULLBITMAP(array);
-	int			value_count = 0;
 
 	memset(input, 0, sizeof(*input));
 	input->array = array;
@@ -77,8 +108,18 @@ read_array(ArrayType *array, const char *function, bool integral_only,
 				 errdetail("The array has %d dimensions.", ARR_NDIM(array)),
 				 errhint("Flatten it first, for example with ARRAY(SELECT unnest(a)).")));
 	input->nitems = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	input->nnulls = count_nulls(ARR_NULLBITMAP(array), input->nitems);
 	input->lower_bound = ARR_NDIM(array) == 1 ? ARR_LBOUND(array)[0] : 1;
 	input->data = ARR_DATA_PTR(array);
+}
+
+/* Reads an opened array's elements into keys. */
+static void
+read_keys(ArrayInput *input)
+{
+	bits8	   *bitmap = ARR_NULLBITMAP(input->array);
+	int			value_count = 0;
+
 	if (input->nitems == 0)
 		return;
 	input->keys = MemoryContextAllocHuge(CurrentMemoryContext,
@@ -93,6 +134,7 @@ read_array(ArrayType *array, const char *function, bool integral_only,
 	{
 		bool		null = bitmap != NULL && (bitmap[i / 8] & (1 << (i % 8))) == 0;
 
+		maybe_check_for_interrupts(i);
 		if (bitmap != NULL)
 		{
 			input->isnull[i] = null;
@@ -101,13 +143,20 @@ read_array(ArrayType *array, const char *function, bool integral_only,
 		if (null)
 		{
 			input->keys[i] = 0;
-			input->nnulls++;
 			continue;
 		}
 		input->keys[i] = gpusort_read_key(input->type,
 										  input->data + (size_t) value_count * input->type->typlen);
 		value_count++;
 	}
+}
+
+static void
+read_array(ArrayType *array, const char *function, bool integral_only,
+		   ArrayInput *input)
+{
+	open_array(array, function, integral_only, input);
+	read_keys(input);
 }
 
 static bool
@@ -130,6 +179,16 @@ parse_algorithm(text *name)
 	return algorithm;
 }
 
+/* The size of the array new_array() makes. */
+static Size
+array_bytes(int nitems, int nnulls, int16 typlen)
+{
+	Size		overhead = nnulls > 0 ? ARR_OVERHEAD_WITHNULLS(1, nitems)
+		: ARR_OVERHEAD_NONULLS(1);
+
+	return overhead + (Size) (nitems - nnulls) * typlen;
+}
+
 /* An empty one-dimensional array of the input's type and shape, ready for
  * nitems elements of which nnulls are NULL (bitmap all "not null"). */
 static ArrayType *
@@ -138,14 +197,13 @@ new_array(const ArrayInput *input, Oid element_type, int16 typlen,
 {
 	int			dims[1] = {nitems};
 	int			lbs[1] = {input->lower_bound};
-	Size		data_bytes = (Size) (nitems - nnulls) * typlen;
 	Size		overhead = nnulls > 0 ? ARR_OVERHEAD_WITHNULLS(1, nitems)
 		: ARR_OVERHEAD_NONULLS(1);
-	ArrayType  *result = MemoryContextAllocHuge(CurrentMemoryContext,
-												overhead + data_bytes);
+	Size		bytes = array_bytes(nitems, nnulls, typlen);
+	ArrayType  *result = MemoryContextAllocHuge(CurrentMemoryContext, bytes);
 
 	memset(result, 0, overhead);
-	SET_VARSIZE(result, overhead + data_bytes);
+	SET_VARSIZE(result, bytes);
 	result->ndim = 1;
 	result->dataoffset = nnulls > 0 ? overhead : 0;
 	result->elemtype = element_type;
@@ -176,6 +234,7 @@ array_by_order(const ArrayInput *input, const uint32_t *order)
 	{
 		uint32_t	from = order[j];
 
+		maybe_check_for_interrupts(j);
 		if (element_is_null(input, from))
 		{
 			mark_null(result, j);
@@ -223,6 +282,7 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	sorted->descending = descending;
 	for (int i = 0; i < input->nitems; i++)
 	{
+		maybe_check_for_interrupts(i);
 		if (element_is_null(input, i))
 			continue;
 		if (input->keys[i] < min_key)
@@ -249,6 +309,7 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	{
 		uint64_t	relative;
 
+		maybe_check_for_interrupts(i);
 		if (element_is_null(input, i))
 			continue;
 		relative = descending ? max_key - input->keys[i] : input->keys[i] - min_key;
@@ -272,7 +333,10 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 	/* the engine's permutation counts non-NULL values; map to positions */
 	if (value_positions != NULL)
 		for (int v = 0; v < count; v++)
+		{
+			maybe_check_for_interrupts(v);
 			sorted->positions[v] = value_positions[sorted->positions[v]];
+		}
 }
 
 static uint64_t
@@ -291,8 +355,11 @@ null_positions(const ArrayInput *input, uint32_t *out)
 	int			count = 0;
 
 	for (int i = 0; i < input->nitems && input->nnulls > 0; i++)
+	{
+		maybe_check_for_interrupts(i);
 		if (element_is_null(input, i))
 			out[count++] = i;
+	}
 	return count;
 }
 
@@ -308,10 +375,16 @@ array_from_sorted_keys(const ArrayInput *input, const SortedValues *sorted,
 	int			first_value = nulls_first ? input->nnulls : 0;
 
 	for (int i = 0; i < input->nnulls; i++)
+	{
+		maybe_check_for_interrupts(i);
 		mark_null(result, nulls_first ? i : first_value + sorted->count + i);
+	}
 	for (int v = 0; v < sorted->count; v++)
+	{
+		maybe_check_for_interrupts(v);
 		gpusort_write_element(input->type, sorted_key(sorted, v),
 							  out + (size_t) v * typlen);
+	}
 	return result;
 }
 
@@ -373,8 +446,47 @@ gpusort_sql_argsort(PG_FUNCTION_ARGS)
 	ARR_LBOUND(result)[0] = 1;
 	out = (int32 *) ARR_DATA_PTR(result);
 	for (int j = 0; j < input.nitems; j++)
+	{
+		maybe_check_for_interrupts(j);
 		out[j] = (int32) order[j] + 1;
+	}
 	PG_RETURN_ARRAYTYPE_P(result);
+}
+
+/*
+ * gpu_sort_pairs returns both arrays in one row value, which, like any
+ * palloc'd value, holds at most MaxAllocSize bytes (1 GB): two arrays of
+ * 600 MB each are fine alone but not together. Computed here as
+ * heap_form_tuple() will (a header with no NULL bitmap, then each array
+ * aligned), from the sizes alone, so that such a call fails at once and
+ * not at the very end of the sort with "invalid memory alloc request size".
+ * The other functions return one array no larger than their input, or an
+ * int4 array of at most MaxArraySize elements: they always fit.
+ */
+static void
+check_pairs_fit(TupleDesc result_type, const ArrayInput inputs[2])
+{
+	Size		data = 0;
+	Size		bytes;
+
+	for (int c = 0; c < 2; c++)
+	{
+		/* (an empty input is returned as it came) */
+		Size		array = inputs[c].nitems == 0 ? VARSIZE(inputs[c].array)
+			: array_bytes(inputs[c].nitems, inputs[c].nnulls, inputs[c].type->typlen);
+
+		data = att_align_nominal(data, TupleDescAttr(result_type, c)->attalign) + array;
+	}
+	bytes = HEAPTUPLESIZE + MAXALIGN(SizeofHeapTupleHeader) + data;
+	if (bytes > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the result of gpu_sort_pairs would be too large"),
+				 errdetail("Both sorted arrays (%d elements each) go in one row value, "
+						   "of %zu bytes; a value holds at most %zu.",
+						   inputs[0].nitems, bytes, (Size) MaxAllocSize),
+				 errhint("Sort shorter arrays, or sort the pairs as rows: "
+						 "SELECT * FROM unnest(a, b) AS p(x, y) ORDER BY x, y.")));
 }
 
 Datum
@@ -397,8 +509,8 @@ gpusort_sql_sort_pairs(PG_FUNCTION_ARGS)
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
 
-	read_array(first_array, "gpu_sort_pairs", false, &inputs[0]);
-	read_array(second_array, "gpu_sort_pairs", false, &inputs[1]);
+	open_array(first_array, "gpu_sort_pairs", false, &inputs[0]);
+	open_array(second_array, "gpu_sort_pairs", false, &inputs[1]);
 	if (inputs[0].nitems != inputs[1].nitems)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -408,6 +520,9 @@ gpusort_sql_sort_pairs(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &result_type) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "gpu_sort_pairs must return a record");
 	result_type = BlessTupleDesc(result_type);
+	check_pairs_fit(result_type, inputs);
+	read_keys(&inputs[0]);
+	read_keys(&inputs[1]);
 
 	order = MemoryContextAllocHuge(CurrentMemoryContext,
 								   sizeof(uint32_t) * Max(inputs[0].nitems, 1));
@@ -415,8 +530,11 @@ gpusort_sql_sort_pairs(PG_FUNCTION_ARGS)
 	{
 		gs_key_column_init(&columns[c], descending, descending);
 		for (int i = 0; i < inputs[c].nitems; i++)
+		{
+			maybe_check_for_interrupts(i);
 			gs_key_column_observe(&columns[c], element_is_null(&inputs[c], i),
 								  inputs[c].keys[i]);
+		}
 		column_keys[c] = inputs[c].keys;
 		column_nulls[c] = inputs[c].isnull;
 	}
@@ -479,8 +597,11 @@ gpusort_sql_minmax(PG_FUNCTION_ARGS)
 		gs_sort_report report;
 
 		for (int i = 0, v = 0; i < input.nitems; i++)
+		{
+			maybe_check_for_interrupts(i);
 			if (!element_is_null(&input, i))
 				keys[v++] = input.keys[i];
+		}
 		gpusort_request_init(&request);
 		gs_sort_request_set_keys(&request, keys, count, 8, 64, NULL);
 		gpusort_check_status(gs_minmax(&request, &min_key, &max_key, &report), &report);

@@ -463,7 +463,7 @@ old_stats=$(psql_q -d gs_old -c "CREATE EXTENSION gpusort VERSION '1.1'" -c "$st
 new_stats=$(psql_q -d gs_old -c "ALTER EXTENSION gpusort UPDATE" -c "$stats_columns" \
   -c "SELECT given_back_jobs >= 1 FROM gpusort_stats WHERE gpu = 'total'" \
   -c "SELECT has_table_privilege('gs_monitor', 'gpusort_stats', 'SELECT')" | paste -sd ' ')
-check "gpusort_stats of SQL version 1.1 (17 columns), then 1.2 after ALTER EXTENSION UPDATE, grants kept" \
+check "gpusort_stats of SQL version 1.1 (17 columns), then 1.3 after ALTER EXTENSION UPDATE, grants kept" \
   "17 1 / 18 t t" "$old_stats / $new_stats"
 psql_q -d gs_old -c "DROP EXTENSION gpusort" -c "DROP ROLE gs_monitor" > /dev/null
 check "no job left when the reader ended" "0" \

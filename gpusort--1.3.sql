@@ -1,4 +1,4 @@
-/* gpusort--1.2.sql: SQL objects of the gpusort extension */
+/* gpusort--1.3.sql: SQL objects of the gpusort extension */
 
 \echo Use "CREATE EXTENSION gpusort" to load this file. \quit
 
@@ -73,6 +73,11 @@ AS 'MODULE_PATHNAME', 'gpusort_stats'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
 CREATE VIEW gpusort_stats AS SELECT * FROM gpusort_stats();
+-- For superusers, and whom they grant SELECT on the view and EXECUTE on
+-- its function: a view calls its functions with the reader's privileges,
+-- not its owner's, so a function open to PUBLIC would show everyone what
+-- the view keeps to a few.
+REVOKE EXECUTE ON FUNCTION gpusort_stats() FROM PUBLIC;
 
 -- Zeroes the counters of gpusort_stats (superusers, and whom they grant it).
 CREATE FUNCTION gpusort_stats_reset()
