@@ -87,12 +87,14 @@ build_citus() {
     rm -rf "$src"
     tar xJf "$archive" -C "$builddir" || die "could not unpack $archive"
     [ -d "$src" ] || die "$archive does not hold citus-$citus_version/"
-    (cd "$src" && ./configure PG_CONFIG="$pg_config" && make -j"$(nproc)") \
+    # (no LLVM bitcode: it serves only JIT inlining, which a test cluster
+    # does without, and would double the build where clang is installed)
+    (cd "$src" && ./configure PG_CONFIG="$pg_config" && make -j"$(nproc)" with_llvm=no) \
       >"$src.build.log" 2>&1 ||
       { tail -n 30 "$src.build.log"; die "Citus build failed (log: $src.build.log)"; }
     touch "$src/.built"
   fi
-  (cd "$src" && $sudo_cmd make install PG_CONFIG="$pg_config") >"$src.install.log" 2>&1 ||
+  (cd "$src" && $sudo_cmd make install PG_CONFIG="$pg_config" with_llvm=no) >"$src.install.log" 2>&1 ||
     { tail -n 30 "$src.install.log"; die "Citus install failed (log: $src.install.log)"; }
   citus_installed || die "Citus $citus_version is still not installed in $pkglibdir"
 }
