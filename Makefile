@@ -87,9 +87,12 @@ GPUSORT_SQL_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(g
 GPUSORT_BUILD := $(GPUSORT_SQL_VERSION)-$(shell cat $(gpusort_top)/service/protocol.h \
 	$(gpusort_top)/service/gpud.c $(gpusort_top)/service/client.c | md5sum | cut -c1-12)
 BUILD_FLAG = -DGPUSORT_BUILD='"$(GPUSORT_BUILD)"'
+# the release: META.json's version (make dist's archive; on PostgreSQL 18
+# also the module's, in its magic block: src/compat.h)
+DIST_VERSION := $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(gpusort_top)/META.json)
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/engine -I$(srcdir)/kernels -I$(srcdir)/service \
-	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) $(BUILD_FLAG)
+	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) $(BUILD_FLAG) -DGPUSORT_VERSION='"$(DIST_VERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -211,7 +214,6 @@ clean-gpu:
 # gpusort-<version>.zip, version from META.json: git archive of the committed
 # tree (HEAD) under gpusort-<version>/, so no build product can slip in;
 # .gitattributes marks what stays out (CI plumbing).
-DIST_VERSION = $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(srcdir)/META.json)
 .PHONY: dist
 dist:
 	@test -n "$(DIST_VERSION)" || { echo "no top-level version in META.json" >&2; exit 1; }

@@ -24,11 +24,30 @@
 # the GPU service runs; MWP sets max_worker_processes) and waits for the
 # service's GPU, and ends by checking the server log for processes
 # terminated by a signal. Logs and CSVs go to $OUT. BUILD names the packed
-# build (default .device-carry/build.tgz): keep an earlier one under another
-# name to compare two builds in one run.
+# build (default .device-carry/build.tgz, build-18.tgz for 18): keep an
+# earlier one under another name to compare two builds in one run.
+#
+# PostgreSQL 18: PG_MAJOR=18 for every step, here and there. Here, build
+# against the portable 18 (make clean between majors: the objects are the
+# server's), then pack:
+#
+#   tar xJf ../shared/device/pg18-portable.tar.xz -C /tmp
+#   make clean && make -j2 PG_CONFIG=/tmp/gpusort-pg18/bin/pg_config \
+#     CUDA_ARCH_FLAGS="-gencode arch=compute_90,code=sm_90"
+#   PG_MAJOR=18 bench/device_run.sh pack
+#
+# and there: PG_MAJOR=18 bench/device_run.sh tests (pg-on-gpu.sh then
+# starts the 18 server and installs build-18.tgz; a server refuses a
+# gpusort.so built for the other major at LOAD: "incompatible library").
 set -uo pipefail
 mode=${1:?usage: bench/device_run.sh pack|tests|matrix|sql FILE}
-build=${BUILD:-.device-carry/build.tgz}
+major=${PG_MAJOR:-15}
+export PG_MAJOR=$major
+if [ "$major" = 15 ]; then
+  build=${BUILD:-.device-carry/build.tgz}
+else
+  build=${BUILD:-.device-carry/build-$major.tgz}
+fi
 built="gpusort.so service/gpusort-gpud test/unit/test_engine kernels/*.o src/*.o engine/*.o service/*.o"
 
 if [ "$mode" = pack ]; then

@@ -6,12 +6,13 @@
 #   bench/sql_matrix.sh OUTDIR
 #
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
-# installed and preloaded (the GPU service). Builds t (int4 key k, int4 g, int8 b, id, a 32-character md5
-# payload), then for every cell (work_mem x max_parallel_workers_per_gather)
+# installed and preloaded (the GPU service): on the GPU machine,
+# bench/device_run.sh matrix (PG_MAJOR=18 for PostgreSQL 18). Builds t
+# (int4 key k, int4 g, int8 b, id, a 32-character md5 payload), then for every cell (work_mem x max_parallel_workers_per_gather)
 # times every shape with gpusort.enabled off and on, each pair after a run
 # of the shape's floor, REPEAT times (fresh session per run, EXPLAIN
-# (ANALYZE, TIMING OFF), OFFSET past the end so rows do not travel to the
-# client). Writes
+# (ANALYZE, TIMING OFF, BUFFERS OFF: 18 would count buffers by default),
+# OFFSET past the end so rows do not travel to the client). Writes
 # OUTDIR/matrix.csv (one row per run), OUTDIR/matrix_plans.txt (each
 # cell's plans) and prints per cell the medians, the ratio, and how much of
 # PostgreSQL's sorting cost (time above the floor) gpusort leaves. The join
@@ -74,7 +75,7 @@ psql_q -c "SELECT count(*) FROM t" >/dev/null   # warm the cache
 
 # milliseconds of one run of a query, in a fresh session
 timed_run() {
-  psql_q -c "$1 EXPLAIN (ANALYZE, TIMING OFF) $2" |
+  psql_q -c "$1 EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF) $2" |
     sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p'
 }
 

@@ -60,14 +60,14 @@ RESET max_parallel_workers_per_gather;
 SET gpusort.min_rows = 0;
 
 -- ANALYZE: rows sorted, bound, and the runs of an external sort
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY g, k LIMIT 20;
+SELECT explain_stable('SELECT * FROM e ORDER BY k', 'ANALYZE') AS "QUERY PLAN";
+SELECT explain_stable('SELECT * FROM e ORDER BY g, k LIMIT 20', 'ANALYZE') AS "QUERY PLAN";
 SET work_mem = '64kB';
 SET gpusort.spill_to_gpu = off;   -- temporary files even with the GPU service
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM e ORDER BY k;
+SELECT explain_stable('SELECT * FROM e ORDER BY k', 'ANALYZE') AS "QUERY PLAN";
 RESET work_mem;
 RESET gpusort.spill_to_gpu;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) SELECT id FROM e ORDER BY k DESC LIMIT 3;
+SELECT explain_stable('SELECT id FROM e ORDER BY k DESC LIMIT 3', 'ANALYZE, FORMAT JSON') AS "QUERY PLAN";
 
 -- GpuSort's runs in temporary files take up to twice tuplesort's disk: a
 -- sort whose files would pass temp_file_limit stays PostgreSQL's, which
@@ -98,7 +98,7 @@ SET gpusort.explain_details = on;
 CREATE FUNCTION explain_lines(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE line text;
 BEGIN
-  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING ON, SUMMARY OFF) ' || query LOOP
+  FOR line IN SELECT explain_stable(query, 'ANALYZE, TIMING ON') LOOP
     CONTINUE WHEN line ~ 'GPU Memory|GPU Queue Wait';  -- only where a GPU sorted
     line := regexp_replace(line, 'actual time=[0-9.]+\.\.[0-9.]+', 'actual time=N..N');
     line := regexp_replace(line, 'Device: .*', 'Device: X');
@@ -109,6 +109,19 @@ BEGIN
   END LOOP;
 END $$;
 SELECT explain_lines('SELECT * FROM e ORDER BY k') AS plan;
+-- PostgreSQL 18 also takes the setting for one EXPLAIN, as the option
+-- GPUSORT_DETAILS (15 has no EXPLAIN options of extensions: true there)
+CREATE FUNCTION details_shown(options text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN EXISTS (SELECT FROM explain_stable('SELECT * FROM e ORDER BY k', 'ANALYZE, ' || options) line
+                 WHERE line ~ '^ *Memory: ');
+END $$;
+SELECT CASE WHEN current_setting('server_version_num')::int < 180000 THEN true
+            ELSE NOT details_shown('GPUSORT_DETAILS off') END AS option_hides_details;
+SET gpusort.explain_details = off;
+SELECT CASE WHEN current_setting('server_version_num')::int < 180000 THEN true
+            ELSE details_shown('GPUSORT_DETAILS') AND NOT details_shown('GPUSORT_DETAILS false')
+       END AS option_shows_details;
 RESET gpusort.explain_details;
 RESET gpusort.min_rows;
 RESET gpusort.gpu_min_elements;

@@ -148,7 +148,7 @@ BEGIN
       shape := shape || substring(plan from '(Gather Merge|GpuSort|Bound:)') || ' ';
     END IF;
   END LOOP;
-  FOR plan IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+  FOR plan IN SELECT explain_stable(query, 'ANALYZE') LOOP
     pages := pages OR plan LIKE '%Table Pages Read by GpuSort%';
   END LOOP;
   EXECUTE wrapped INTO gpu;
@@ -209,7 +209,7 @@ CREATE FUNCTION analyzed(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
   line text;
 BEGIN
-  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+  FOR line IN SELECT explain_stable(query, 'ANALYZE') LOOP
     IF line ~ '(GpuSort|Gather|Parallel Sort|Sort Method|Sorted Runs|Key Ranges|Rows Sorted)'
        AND line !~ '^ *Worker [0-9]+:' THEN
       RETURN NEXT regexp_replace(line, '[0-9]+', 'N', 'g');

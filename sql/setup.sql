@@ -16,3 +16,32 @@ SELECT name, setting FROM pg_settings WHERE name LIKE 'gpusort.%'
 
 -- the GPU service reports its state (test/service/ tests the service itself)
 SELECT count(*) AS service_state_rows FROM gpusort_info() WHERE name = 'service_state';
+
+-- explain_stable(query, options): the query's EXPLAIN (COSTS OFF, options)
+-- as the tests show it, the same on PostgreSQL 15 and 18 (every test may
+-- call it: it lives in public). With ANALYZE: TIMING OFF, SUMMARY OFF and
+-- BUFFERS OFF (18 shows buffers by default) unless options say otherwise. Of what 18 prints
+-- differently: actual rows with two decimals are shown as 15 rounds them,
+-- "InitPlan 1 (returns $0)" as 18's "InitPlan 1", and a WindowAgg's
+-- "Window:" line and JSON's "Disabled": false (every node's) are left out.
+CREATE FUNCTION explain_stable(query text, options text DEFAULT '') RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+  value text;
+BEGIN
+  IF options ~* '\mANALYZE\M' THEN  -- (options named last win)
+    options := 'TIMING OFF, SUMMARY OFF, BUFFERS OFF, ' || options;
+  END IF;
+  FOR line IN EXECUTE format('EXPLAIN (COSTS OFF%s) %s', ', ' || nullif(options, ''), query) LOOP
+    CONTINUE WHEN line ~ '^ *Window: ';
+    LOOP
+      value := substring(line from '(?:rows=|"Actual Rows": )(\d+\.\d+)');
+      EXIT WHEN value IS NULL;
+      line := regexp_replace(line, '(rows=|"Actual Rows": )\d+\.\d+', '\1' || round(value::numeric));
+    END LOOP;
+    line := regexp_replace(line, '(InitPlan \d+) \(returns [^)]*\)', '\1');
+    line := regexp_replace(line, ',\n *"Disabled": false', '', 'g');
+    RETURN NEXT line;
+  END LOOP;
+END $$;

@@ -462,16 +462,15 @@ gpusort_executor_start(QueryDesc *query, int eflags)
 }
 
 static void
-gpusort_executor_run(QueryDesc *query, ScanDirection direction, uint64 count,
-					 bool execute_once)
+gpusort_executor_run(GPUSORT_EXECUTOR_RUN_ARGS)
 {
 	executor_depth++;
 	PG_TRY();
 	{
 		if (previous_executor_run)
-			previous_executor_run(query, direction, count, execute_once);
+			previous_executor_run(GPUSORT_EXECUTOR_RUN_PASS);
 		else
-			standard_ExecutorRun(query, direction, count, execute_once);
+			standard_ExecutorRun(GPUSORT_EXECUTOR_RUN_PASS);
 	}
 	PG_FINALLY();
 	{

@@ -7,9 +7,10 @@
  * stands when the node starts, which is what it will run). Under
  * ANALYZE: rows sorted, the interval width, whether the input outgrew
  * work_mem and was sorted in runs on disk and merged (runs, disk used); and,
- * unless gpusort.explain_details is off, the machine-dependent parts: where it ran
- * (GPU name or CPU, and why), memory, and the time split into gather,
- * transfers, sort and emit. These are the leader's own; a node that runs in
+ * unless gpusort.explain_details is off (or, on PostgreSQL 18, the EXPLAIN
+ * option GPUSORT_DETAILS says otherwise: compat.h), the machine-dependent
+ * parts: where it ran (GPU name or CPU, and why), memory, and the time split
+ * into gather, transfers, sort and emit. These are the leader's own; a node that runs in
  * parallel workers adds a line per worker (worker_reports.c).
  */
 #include "gpusort.h"
@@ -96,7 +97,7 @@ explain_gpu_rows(const RowStoreStats *stats, ExplainState *es)
 static void
 explain_analyze(GpuSortState *state, ExplainState *es)
 {
-	bool		details = gpusort_explain_details;
+	bool		details = gpusort_explain_details_wanted(es, gpusort_explain_details);
 	const RowStoreStats *stats = row_store_stats(state->rows);
 	/* no sorted run in a file: the rows were (or went to be) sorted in a
 	 * GPU's memory */

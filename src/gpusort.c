@@ -23,7 +23,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-PG_MODULE_MAGIC;
+GPUSORT_MODULE_MAGIC;
 
 bool		gpusort_enabled = true;
 int			gpusort_device = GS_DEVICE_AUTO;
@@ -159,4 +159,5 @@ _PG_init(void)
 
 	gpusort_executor_init();
 	gpusort_planner_init();
+	gpusort_explain_options_init();
 }

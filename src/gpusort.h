@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 
+#include "compat.h"				/* what differs between PostgreSQL 15 and 18 */
 #include "gpusort_engine.h"
 #include "nodes/extensible.h"
 #include "nodes/pg_list.h"

@@ -188,6 +188,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		Expr	   *expr;
 		Oid			type;
 		Oid			opclass;
+		int			strategy;
 		int			k = info->nkeys;
 
 		if (k == GS_MAX_KEY_COLUMNS)
@@ -202,15 +203,15 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 		if (!OidIsValid(opclass) || get_opclass_family(opclass) != pathkey->pk_opfamily)
 			return false;
-		if (pathkey->pk_strategy != BTLessStrategyNumber &&
-			pathkey->pk_strategy != BTGreaterStrategyNumber)
+		strategy = gpusort_pathkey_strategy(pathkey);
+		if (strategy == 0)
 			return false;
 		info->key_type[k] = type;
-		info->descending[k] = pathkey->pk_strategy == BTGreaterStrategyNumber;
+		info->descending[k] = strategy == BTGreaterStrategyNumber;
 		info->nulls_first[k] = pathkey->pk_nulls_first;
 		info->collation[k] = pathkey->pk_eclass->ec_collation;
 		info->sort_operator[k] = get_opfamily_member(pathkey->pk_opfamily, type, type,
-													 pathkey->pk_strategy);
+													 strategy);
 		if (!OidIsValid(info->sort_operator[k]))
 			return false;
 		*key_exprs = lappend(*key_exprs, expr);
@@ -434,6 +435,7 @@ cost_gpusort(PlannerInfo *root, CustomPath *path, Path *input, int nkeys, bool b
 	}
 	path->path.startup_cost = startup;
 	path->path.total_cost = startup + rows * cpu_operator_cost;
+	gpusort_path_inherit_disabled(&path->path, input);
 }
 
 /* Does the expression hold a Var with varno 0 (a set operation's output)?
@@ -581,7 +583,7 @@ input_to_sort(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
 		else if (IsA(path, IncrementalSortPath))
 			candidate = ((IncrementalSortPath *) path)->spath.subpath;
 		if (candidate != NULL && candidate->parent == input_rel &&
-			(best == NULL || candidate->total_cost < best->total_cost))
+			(best == NULL || gpusort_path_cheaper(candidate, best)))
 			best = candidate;
 	}
 	if (best == NULL && input_rel->partial_pathlist != NIL)
@@ -790,6 +792,7 @@ make_parallel_sort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *partial
 		rows * log2(shares + 1.0) * cpu_operator_cost +
 		disk_pages(partial_input, nkeys, rows) * seq_page_cost;
 	merge->path.total_cost = merge->path.startup_cost + rows * cpu_operator_cost;
+	gpusort_path_inherit_disabled(&merge->path, gather);
 	merge->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN | CUSTOMPATH_SUPPORT_MARK_RESTORE;
 	merge->custom_paths = list_make1(gather);
 	merge->custom_private = list_make3(gpusort_plan_info_to_list(&info),
@@ -832,9 +835,9 @@ outer_limit_favours_postgres(PlannerInfo *root, Path *input, CustomPath *full)
 	if (root->parent_root == NULL || root->limit_tuples >= 0 || root->tuple_fraction < 1.0 ||
 		full == NULL || gpusort_min_rows == 0)
 		return false;
-	cost_sort(&top_n, root, root->sort_pathkeys, input->total_cost, input->rows,
-			  input->pathtarget->width, 0.0, work_mem, root->tuple_fraction);
-	return top_n.total_cost < full->path.total_cost;
+	gpusort_cost_sort(&top_n, root, root->sort_pathkeys, input, work_mem,
+					  root->tuple_fraction);
+	return gpusort_path_cheaper(&top_n, &full->path);
 }
 
 static void
@@ -910,8 +913,8 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 		add_path(output_rel, project_to_final_target(root, output_rel, parallel_sort));
 	if (partial != NULL)
 	{
-		Path	   *input = (Path *) linitial(partial->custom_paths);
-		double		total_rows = input->rows * input->parallel_workers;
+		Path	   *partial_input = (Path *) linitial(partial->custom_paths);
+		double		total_rows = partial_input->rows * partial_input->parallel_workers;
 		Path	   *gather = (Path *) create_gather_merge_path(root, output_rel, &partial->path,
 															  partial->path.pathtarget,
 															  root->sort_pathkeys, NULL,

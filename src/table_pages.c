@@ -5,8 +5,9 @@
  * tuples (filter them, and pick their columns), and it does that one
  * executor call per row. Here GpuSort reads the pages as that scan would
  * in page-at-a-time mode, with its snapshot, buffer strategy and
- * synchronized start: heapgetpage() prunes the page, checks visibility
- * (and serializable conflicts) and pins it. A Parallel Seq Scan's pages
+ * synchronized start: gpusort_heap_next_page() (compat.h) reads the next
+ * page, prunes it, checks visibility (and serializable conflicts) and pins
+ * it. A Parallel Seq Scan's pages
  * come from its parallel scan, block by block as the processes ask for
  * them, through the scan the executor set up for this process. A filter
  * is evaluated for every visible tuple, as the scan would, so that the
@@ -23,7 +24,6 @@
 #include "gpusort.h"
 
 #include "access/heapam.h"
-#include "access/syncscan.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
@@ -130,39 +130,6 @@ scan_row(PlanState *child, HeapTuple tuple, Buffer buffer, bool in_slot)
 }
 
 /*
- * The next block to read: of a scan alone, the one after `previous`, from
- * its start block round to it (block 0, or, on a table larger than a
- * quarter of shared_buffers, where other scans of it stand: it joins their
- * synchronized scan, as the Seq Scan would, and reports where it is); of a
- * parallel scan, the next one it hands this process. InvalidBlockNumber
- * at the end.
- */
-static BlockNumber
-next_block(TableScanDesc scan, BlockNumber previous)
-{
-	HeapScanDesc heap = (HeapScanDesc) scan;
-	BlockNumber next;
-
-	if (scan->rs_parallel != NULL)
-	{
-		ParallelBlockTableScanDesc shared = (ParallelBlockTableScanDesc) scan->rs_parallel;
-
-		if (previous == InvalidBlockNumber)
-			table_block_parallelscan_startblock_init(scan->rs_rd, heap->rs_parallelworkerdata,
-													 shared);
-		return table_block_parallelscan_nextpage(scan->rs_rd, heap->rs_parallelworkerdata,
-												 shared);
-	}
-	if (previous == InvalidBlockNumber)
-		return heap->rs_nblocks > 0 ? heap->rs_startblock : InvalidBlockNumber;
-	next = previous + 1 < heap->rs_nblocks ? previous + 1 : 0;
-	/* (reported before the end, so the next scan starts where this one did) */
-	if (scan->rs_flags & SO_ALLOW_SYNC)
-		ss_report_location(scan->rs_rd, next);
-	return next != heap->rs_startblock ? next : InvalidBlockNumber;
-}
-
-/*
  * Puts every row the child would return into the store, sorted as `spec`
  * says (its keys are columns of the child's rows); returns the pages read.
  */
@@ -183,7 +150,6 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 	HeapTupleData tuple;
 	double		rows = 0;
 	int64		pages = 0;
-	BlockNumber block = InvalidBlockNumber;
 
 	/* the keys' columns in the table's tuples */
 	for (int k = 0; k < nkeys; k++)
@@ -202,16 +168,15 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 	if (own_scan)
 		scan = table_beginscan_strat(relation, child->state->es_snapshot, 0, NULL, true, true);
 	heap = (HeapScanDesc) scan;
-	/* heapgetpage() lists the visible tuples only in page-at-a-time mode */
+	/* the visible tuples are listed only in page-at-a-time mode */
 	if (!(scan->rs_flags & SO_ALLOW_PAGEMODE))
 		elog(ERROR, "gpusort: the table scan is not in page-at-a-time mode");
 	tuple.t_tableOid = RelationGetRelid(relation);
-	while ((block = next_block(scan, block)) != InvalidBlockNumber)
+	while (gpusort_heap_next_page(scan))
 	{
-		Page		page;
+		BlockNumber block = heap->rs_cblock;
+		Page		page = BufferGetPage(heap->rs_cbuf);
 
-		heapgetpage(scan, block);
-		page = BufferGetPage(heap->rs_cbuf);
 		for (int i = 0; i < heap->rs_ntuples; i++)
 		{
 			OffsetNumber offset = heap->rs_vistuples[i];

@@ -181,7 +181,7 @@ worker_reports_end(GpuSortState *state)
 void
 worker_reports_explain(GpuSortState *state, ExplainState *es)
 {
-	bool		details = gpusort_explain_details;
+	bool		details = gpusort_explain_details_wanted(es, gpusort_explain_details);
 	bool		text = es->format == EXPLAIN_FORMAT_TEXT;
 	bool		any = false;
 

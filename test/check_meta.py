@@ -8,7 +8,9 @@ Checks the spec's required fields and the types of every field present
 (optional ones included), then that the versions agree: META.json's version
 and provides.gpusort.version are gpusort.control's default_version as semver
 (1.0 -> 1.0.0), provides.gpusort.file is that version's install script, and
-debian/changelog's upstream version is the same. Python 3 standard library
+debian/changelog's upstream version is the same; the licence is the
+PostgreSQL Licence in META.json, LICENSE and debian/copyright alike; every
+major in debian/pgversions is one META.json's PostgreSQL prereq allows. Python 3 standard library
 only. Prints one line per check and ends with "N passed, M failed".
 """
 import json
@@ -192,6 +194,37 @@ try:
           "debian/changelog's upstream version %r is META.json's" % upstream)
 except OSError:
     check(False, "debian/changelog is readable")
+
+# ---- the licence: META.json, LICENSE and debian/copyright agree ----
+check(lic == "postgresql", "license is \"postgresql\" (%r)" % (lic,))
+try:
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as f:
+        text = f.read()
+    check(text.startswith("PostgreSQL License") and "gpusort maintainers" in text
+          and "Permission to use, copy, modify, and distribute this software" in text,
+          "LICENSE states the PostgreSQL Licence, copyright gpusort maintainers")
+except OSError:
+    check(False, "LICENSE is at the root of the tree")
+try:
+    with open(os.path.join(ROOT, "debian", "copyright"), encoding="utf-8") as f:
+        text = f.read()
+    stanzas = re.findall(r"^Files: (\S+)\n(?:.+\n)*?License: (.+)$", text, re.M)
+    check(stanzas and all(lic_name == "PostgreSQL" for _, lic_name in stanzas)
+          and "\nLicense: PostgreSQL\n Permission to use" in text,
+          "debian/copyright: every Files stanza under the PostgreSQL licence, its text included (%s)"
+          % ", ".join("%s: %s" % st for st in stanzas))
+except OSError:
+    check(False, "debian/copyright is readable")
+
+# ---- the majors packaged are those META.json allows ----
+try:
+    with open(os.path.join(ROOT, "debian", "pgversions")) as f:
+        majors = [int(l) for l in (l.strip() for l in f) if l and not l.startswith("#")]
+    minimum = int(str(req.get("PostgreSQL", "0")).split(".")[0]) if isinstance(req, dict) else 0
+    check(majors and all(m >= minimum for m in majors),
+          "debian/pgversions' majors %s are at least META.json's PostgreSQL %s" % (majors, minimum))
+except (OSError, ValueError, NameError) as e:
+    check(False, "debian/pgversions lists PostgreSQL majors: %s" % e)
 
 passed = sum(results)
 failed = len(results) - passed

@@ -11,12 +11,14 @@
 # - gpusort-gpud (the GPU service's CUDA process, beside postgres) is the
 #   package's and carries the CUDA kernels (.nv_fatbin) and the CUDA runtime
 #   statically (no libcudart.so needed); gpusort.so has no CUDA at all; the
-#   copyright file states the CUDA runtime's licence;
+#   copyright file is this tree's: gpusort under the PostgreSQL Licence, the
+#   CUDA runtime under NVIDIA's;
 # - if a server answers psql (PGHOST, PGPORT, PGUSER, PGDATABASE as usual,
 #   as a superuser): the library a backend maps after LOAD 'gpusort' is the
-#   package's file, and gpusort_info() says built_with_cuda = yes.
-# Ends with "N passed, M failed". PG_CONFIG picks the server
-# (default /usr/lib/postgresql/15/bin/pg_config).
+#   package's file, and gpusort_info() says built_with_cuda = yes; on 18,
+#   pg_get_loaded_modules() names it with META.json's version.
+# Ends with "N passed, M failed". PG_CONFIG picks the server and so the
+# package, postgresql-NN-gpusort (default /usr/lib/postgresql/15/bin/pg_config).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
@@ -81,9 +83,11 @@ for f in gpusort--*.sql; do
   check "installed $f is this tree's" same_as_tree "$f" "$extdir/$f"
 done
 
-has_fatbin() { objdump -h "$1" | grep -q '\.nv_fatbin' || { echo "no .nv_fatbin section"; return 1; }; }
+# (objdump's whole output, not a pipe into grep -q: under pipefail, grep
+# leaving early kills objdump with SIGPIPE and fails the pipe)
+has_fatbin() { [[ $(objdump -h "$1") == *.nv_fatbin* ]] || { echo "no .nv_fatbin section"; return 1; }; }
 check "gpusort-gpud carries the CUDA kernels (.nv_fatbin)" has_fatbin "$gpud"
-no_cuda() { ! objdump -h "$1" | grep -q '\.nv_fatbin' || { echo "has .nv_fatbin"; return 1; }; }
+no_cuda() { [[ $(objdump -h "$1") != *.nv_fatbin* ]] || { echo "has .nv_fatbin"; return 1; }; }
 check "gpusort.so has no CUDA code (backends never start CUDA)" no_cuda "$pkglibdir/gpusort.so"
 no_dynamic_cudart() {
   local needed
@@ -94,6 +98,8 @@ check "gpusort-gpud links the CUDA runtime statically (no libcudart.so NEEDED)" 
 copyright=/usr/share/doc/$pkg/copyright
 states_cuda_licence() { grep -q "libcudart_static.a" "$1" && grep -q "CUDA Toolkit End User License Agreement" "$1"; }
 check "$copyright states the CUDA runtime's licence" states_cuda_licence "$copyright"
+states_licence() { grep -q "^License: PostgreSQL$" "$1" && cmp -s "$1" debian/copyright; }
+check "$copyright states gpusort's licence (PostgreSQL), as debian/copyright does" states_licence "$copyright"
 
 # ---- what a running server loads ----
 if "$psql" -X -Atc "SELECT 1" >/dev/null 2>&1; then
@@ -120,6 +126,17 @@ SQL
     ok "gpusort_info(): built_with_cuda = yes"
   else
     bad "gpusort_info(): built_with_cuda = yes" "$cuda"
+  fi
+  # 18's magic block names the module and its version (src/compat.h)
+  if [ "$major" -ge 18 ]; then
+    want=$(sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' META.json)
+    got=$("$psql" -X -q -At -v ON_ERROR_STOP=1 -c "LOAD 'gpusort'" \
+            -c "SELECT module_name || ' ' || version FROM pg_get_loaded_modules() WHERE file_name = 'gpusort.so'" 2>&1)
+    if [ "$got" = "gpusort $want" ]; then
+      ok "pg_get_loaded_modules(): gpusort $want (META.json's version)"
+    else
+      bad "pg_get_loaded_modules(): gpusort $want (META.json's version)" "$got"
+    fi
   fi
 else
   echo "skip   server checks: no server answers psql (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-})"

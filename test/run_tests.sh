@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test that needs no GPU and ends with one line "N passed, M failed":
-#   test/run_tests.sh
+#   test/run_tests.sh                  every major of debian/pgversions (15
+#                                      and 18), one after the other, each
+#                                      against its server in
+#                                      /usr/lib/postgresql/NN; the last line
+#                                      counts them all
+#   PG_CONFIG=.../pg_config test/run_tests.sh    that server's major only
+# For each major:
 # 1. the engine's unit tests (plain C, no PostgreSQL);
 # 2. the pg_regress and isolation suites (make installcheck) against a
 #    throwaway PostgreSQL server started here with PostgreSQL's default
@@ -30,7 +36,37 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+
+if [ -z "${PG_CONFIG:-}" ]; then
+  # every major, each line of a major's counts marked with it
+  passed=0
+  failed=0
+  for major in $(sed -n 's/^\([0-9][0-9]*\)$/\1/p' debian/pgversions); do
+    echo "=== PostgreSQL $major"
+    log=$(mktemp /tmp/gpusort-tests-$major.XXXXXX)
+    pgc=/usr/lib/postgresql/$major/bin/pg_config
+    if [ -x "$pgc" ]; then
+      PG_CONFIG=$pgc "$root/test/run_tests.sh" 2>&1 |
+        sed -u -E "s/^([0-9]+ passed, [0-9]+ failed)$/PostgreSQL $major: \1/" | tee "$log"
+    else
+      echo "PostgreSQL $major is not installed ($pgc): sudo test/setup.sh installs it"
+    fi
+    line=$(grep -E "^PostgreSQL $major: [0-9]+ passed, [0-9]+ failed$" "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+      passed=$((passed + $(echo "${line#*: }" | cut -d' ' -f1)))
+      failed=$((failed + $(echo "${line#*: }" | cut -d' ' -f3)))
+    else
+      echo "the tests on PostgreSQL $major did not run to the end"
+      failed=$((failed + 1))
+    fi
+    rm -f "$log"
+  done
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
+export PG_CONFIG
+pg_config=$PG_CONFIG
 bindir=$($pg_config --bindir)
 export PATH="/usr/local/cuda/bin:$PATH"
 
@@ -49,15 +85,16 @@ count_from() {
   fi
 }
 
+workdir=$(mktemp -d /tmp/gpusort-test.XXXXXX)
+
 # ---- 1. unit tests ----
 echo "== engine unit tests"
-make -s unittest PG_CONFIG="$pg_config" > /tmp/gpusort-unit.log 2>&1
-grep -v "^$" /tmp/gpusort-unit.log | tail -n 20
-count_from /tmp/gpusort-unit.log "unit tests"
+make -s unittest PG_CONFIG="$pg_config" > "$workdir/unit.log" 2>&1
+grep -v "^$" "$workdir/unit.log" | tail -n 20
+count_from "$workdir/unit.log" "unit tests"
 
 # ---- 2. pg_regress against a throwaway server ----
 echo "== pg_regress and isolation tests (server with default settings)"
-workdir=$(mktemp -d /tmp/gpusort-test.XXXXXX)
 port=${GPUSORT_TEST_PORT:-54329}
 run_as=""
 dbuser=$(id -un)
@@ -159,7 +196,7 @@ fi
 # ---- 7. Citus ----
 citus_lib="$($pg_config --pkglibdir)/citus.so"
 if [ "${GPUSORT_CITUS:-1}" != 0 ] && { [ -f "$citus_lib" ] || [ "$(id -u)" -eq 0 ]; } &&
-   [ "$($pg_config --bindir)" = /usr/lib/postgresql/15/bin ]; then
+   [[ $($pg_config --bindir) == /usr/lib/postgresql/*/bin ]]; then
   echo "== gpusort on a Citus cluster"
   test/citus/run.sh > "$workdir/citus.log" 2>&1
   grep -E "^(FAILED|ok )|^[0-9]+ passed|run time" "$workdir/citus.log" | grep -v "^ok " | tail -n 20

@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine, builds gpusort's Debian package and
-# installs it:
+# Sets up a fresh Debian 12 machine, builds gpusort's Debian packages for
+# PostgreSQL 15 and 18 and installs them:
 #   sudo test/setup.sh
 # 1. installs what the build needs from Debian: the PostgreSQL 15 server and
 #    headers, debhelper and postgresql-server-dev-all (pg_buildext, dh
 #    --with pgxs), dpkg-dev, python3 and python3-psycopg2 (for the checks
 #    and the fuzzer);
-# 2. compiles the CUDA kernels once, in kernels/ of this tree (nvcc from
-#    /usr/local/cuda or PATH is required: the package always carries them);
-#    make unittest links the same objects later;
-# 3. builds postgresql-15-gpusort from a copy of this tree (tracked and new
-#    files, plus those objects) with dpkg-buildpackage, in
-#    $GPUSORT_DEB_DIR (default /var/tmp/gpusort-deb), so that the tree
-#    stays clean, and installs it: the server loads gpusort from the
-#    package, and test/check_package.sh says so.
-# 4. builds and installs Citus from ../shared/citus/ for the Citus test
-#    (test/citus/run.sh --install-only; once, about 8 minutes).
-# The package's own regress run is skipped here (DEB_BUILD_OPTIONS=nocheck):
-# test/run_tests.sh runs the suite against the installed package.
+# 2. PostgreSQL 18, which Debian 12 does not package: test/setup_pg18.sh
+#    builds it once from ../shared/postgresql/ into /usr/lib/postgresql/18
+#    and installs it as a local postgresql-18 package (about 10 minutes;
+#    skipped when installed);
+# 3. compiles the CUDA kernels once, in kernels/ of this tree (nvcc from
+#    /usr/local/cuda or PATH is required: the packages always carry them);
+#    both majors' builds and make unittest link the same objects;
+# 4. builds postgresql-15-gpusort and postgresql-18-gpusort (the majors of
+#    debian/pgversions) from a copy of this tree (tracked and new files,
+#    plus those objects) with dpkg-buildpackage, in $GPUSORT_DEB_DIR
+#    (default /var/tmp/gpusort-deb), so that the tree stays clean, and
+#    installs them: each server loads gpusort from its package, and
+#    test/check_package.sh says so;
+# 5. builds and installs Citus from ../shared/citus/ for the Citus test:
+#    13.2.2 for 15, 14.0.1 for 18 (test/citus/run.sh --install-only; once
+#    each, about 8 minutes each).
+# The packages' own regress run is skipped here (DEB_BUILD_OPTIONS=nocheck):
+# test/run_tests.sh runs the suite against the installed packages.
 # By hand, without packaging: make && sudo make install (or make
-# WITH_CUDA=no for a CPU-only build).
+# WITH_CUDA=no for a CPU-only build; make PG_CONFIG=... for another server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -48,15 +54,28 @@ if ! command -v nvcc >/dev/null; then
   echo "  make WITH_CUDA=no && sudo make install" >&2
   exit 1
 fi
-pg_config=/usr/lib/postgresql/15/bin/pg_config
-major=$($pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
-start=$(date +%s)
+# the majors to build for, and each one's server
+majors=$(sed -n 's/^\([0-9][0-9]*\)$/\1/p' debian/pgversions)
+pg_config_of() { echo "/usr/lib/postgresql/$1/bin/pg_config"; }
+phase() { echo "setup: $1 done in $(( $(date +%s) - phase_start )) s"; phase_start=$(date +%s); }
+phase_start=$(date +%s)
 
-# ---- 2. the kernels, once, in this tree ----
+# ---- 2. PostgreSQL 18, built once ----
+if echo "$majors" | grep -qx 18; then
+  test/setup_pg18.sh
+  phase "PostgreSQL 18"
+fi
+for major in $majors; do
+  [ -x "$(pg_config_of "$major")" ] ||
+    { echo "setup: no PostgreSQL $major server ($(pg_config_of "$major"))" >&2; exit 1; }
+done
+
+# ---- 3. the kernels, once, in this tree ----
 echo "setup: compiling the CUDA kernels (kernels/*.o; minutes)"
-make -s -j"$(nproc)" cuda-objs WITH_CUDA=yes PG_CONFIG="$pg_config"
+make -s -j"$(nproc)" cuda-objs WITH_CUDA=yes PG_CONFIG="$(pg_config_of 15)"
+phase "the CUDA kernels"
 
-# ---- 3. the package, from a copy of the tree ----
+# ---- 4. the packages, from a copy of the tree ----
 debdir=${GPUSORT_DEB_DIR:-/var/tmp/gpusort-deb}
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)
 rm -rf "$debdir"
@@ -80,24 +99,33 @@ if ! (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
   echo "setup: the package build failed (full log: $debdir/build.log)" >&2
   exit 1
 fi
-deb=$(ls "$debdir"/postgresql-"$major"-gpusort_"$version"_*.deb)
-echo "setup: built $deb in $(( $(date +%s) - start )) s"
-
-# ---- install it ----
-# leftovers of a by-hand make install would sit beside the package's files
-# where the server looks: remove the gpusort files no package owns
-for f in $(find "$($pg_config --pkglibdir)" "$($pg_config --sharedir)/extension" -maxdepth 1 -name 'gpusort*' -type f;
-           find "$($pg_config --pkglibdir)/bitcode" -path '*gpusort*' -type f 2>/dev/null); do
-  dpkg -S "$f" >/dev/null 2>&1 || { echo "setup: removing $f (not from a package)"; rm -f "$f"; }
+debs=()
+for major in $majors; do
+  debs+=("$(ls "$debdir"/postgresql-"$major"-gpusort_"$version"_*.deb)")
 done
-apt-get install -y -qq --reinstall "$deb" >/dev/null
-dpkg-query -W -f 'setup: installed ${Package} ${Version}\n' "postgresql-$major-gpusort"
+echo "setup: built ${debs[*]}"
+phase "the packages"
+
+# ---- install them ----
+# leftovers of a by-hand make install would sit beside the packages' files
+# where the servers look: remove the gpusort files no package owns
+for major in $majors; do
+  pg_config=$(pg_config_of "$major")
+  for f in $(find "$($pg_config --pkglibdir)" "$($pg_config --sharedir)/extension" -maxdepth 1 -name 'gpusort*' -type f;
+             find "$($pg_config --pkglibdir)/bitcode" -path '*gpusort*' -type f 2>/dev/null); do
+    dpkg -S "$f" >/dev/null 2>&1 || { echo "setup: removing $f (not from a package)"; rm -f "$f"; }
+  done
+done
+apt-get install -y -qq --reinstall "${debs[@]}" >/dev/null
+for major in $majors; do
+  dpkg-query -W -f 'setup: installed ${Package} ${Version}\n' "postgresql-$major-gpusort"
+done
 
 # ---- Citus, for the test on a Citus cluster (test/citus/) ----
-# built once from Citus's source in ../shared/citus/ (about 8 minutes)
-if [ -f "${GPUSORT_CITUS_ARCHIVE:-$root/../shared/citus/citus-13.2.2-pg15.18.tar.xz}" ] ||
-   [ -f "$($pg_config --pkglibdir)/citus.so" ]; then
-  test/citus/run.sh --install-only
-else
-  echo "setup: no Citus source (../shared/citus/): the Citus test will be skipped"
-fi
+# built once per major from Citus's source in ../shared/citus/ (about 8
+# minutes each); test/citus/run.sh picks the Citus release for the major
+for major in $majors; do
+  PG_CONFIG=$(pg_config_of "$major") test/citus/run.sh --install-only ||
+    echo "setup: Citus for PostgreSQL $major is not installed: its Citus test will fail"
+done
+phase "Citus"

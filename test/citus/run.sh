@@ -2,10 +2,12 @@
 # GpuSort on a Citus cluster (issue #18), one command:
 #   sudo test/citus/run.sh                 (test/run_tests.sh runs it)
 #   sudo test/citus/run.sh --install-only  (step 1 alone: test/setup.sh)
-# 1. builds Citus 13.2.2 from ../shared/citus/ (next to the repository; or
-#    GPUSORT_CITUS_ARCHIVE) and installs it into the system PostgreSQL 15,
-#    unless that Citus is installed already (the ~8-minute build runs once;
-#    the build folder is kept in GPUSORT_CITUS_BUILD_DIR);
+# 1. builds Citus from ../shared/citus/ (next to the repository; or
+#    GPUSORT_CITUS_ARCHIVE) and installs it into the server of PG_CONFIG
+#    (default PostgreSQL 15): Citus 13.2.2 for 15, 14.0.1 for 18 (13.2 is
+#    the last release for 15; 14.0 supports 16-18); unless that Citus is
+#    installed already (the ~8-minute build runs once per major; the build
+#    folders are kept in GPUSORT_CITUS_BUILD_DIR);
 # 2. starts a coordinator and two workers on localhost (ports 9700-9702, or
 #    GPUSORT_CITUS_PORT and the two after it) in a throwaway folder, each with
 #    shared_preload_libraries = 'citus,gpusort', and stops them on exit;
@@ -24,8 +26,13 @@ pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 bindir=$($pg_config --bindir)
 pkglibdir=$($pg_config --pkglibdir)
 sharedir=$($pg_config --sharedir)
-citus_version=13.2.2
-archive=${GPUSORT_CITUS_ARCHIVE:-$root/../shared/citus/citus-$citus_version-pg15.18.tar.xz}
+major=$($pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+case $major in
+  15) citus_version=13.2.2 citus_archive=citus-13.2.2-pg15.18.tar.xz ;;
+  18) citus_version=14.0.1 citus_archive=citus-14.0.1.tar.xz ;;
+  *) echo "no Citus release chosen for PostgreSQL $major"; echo "0 passed, 1 failed"; exit 1 ;;
+esac
+archive=${GPUSORT_CITUS_ARCHIVE:-$root/../shared/citus/$citus_archive}
 builddir=${GPUSORT_CITUS_BUILD_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpusort-citus}
 base_port=${GPUSORT_CITUS_PORT:-9700}
 ports=("$base_port" "$((base_port + 1))" "$((base_port + 2))")
@@ -59,7 +66,8 @@ build_citus() {
   if [ ! -f "$src/.built" ] && [ ! -f "$archive" ]; then
     die "Citus source archive not found: $archive (put Citus's archive there, the shared/citus/ folder beside the repository, or set GPUSORT_CITUS_ARCHIVE)"
   fi
-  local deps="build-essential postgresql-server-dev-15 libcurl4-openssl-dev
+  # (PostgreSQL 18's headers come with its server: test/setup_pg18.sh)
+  local deps="build-essential $([ "$major" = 15 ] && echo postgresql-server-dev-15) libcurl4-openssl-dev
     liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev
     libpam0g-dev libreadline-dev uuid-dev libicu-dev" missing="" p
   for p in $deps; do
@@ -79,13 +87,15 @@ build_citus() {
     rm -rf "$src"
     tar xJf "$archive" -C "$builddir" || die "could not unpack $archive"
     [ -d "$src" ] || die "$archive does not hold citus-$citus_version/"
-    (cd "$src" && ./configure PG_CONFIG="$pg_config" && make -j"$(nproc)") \
-      >"$builddir/build.log" 2>&1 ||
-      { tail -n 30 "$builddir/build.log"; die "Citus build failed (log: $builddir/build.log)"; }
+    # (no LLVM bitcode: it serves only JIT inlining, which a test cluster
+    # does without, and would double the build where clang is installed)
+    (cd "$src" && ./configure PG_CONFIG="$pg_config" && make -j"$(nproc)" with_llvm=no) \
+      >"$src.build.log" 2>&1 ||
+      { tail -n 30 "$src.build.log"; die "Citus build failed (log: $src.build.log)"; }
     touch "$src/.built"
   fi
-  (cd "$src" && $sudo_cmd make install PG_CONFIG="$pg_config") >"$builddir/install.log" 2>&1 ||
-    { tail -n 30 "$builddir/install.log"; die "Citus install failed (log: $builddir/install.log)"; }
+  (cd "$src" && $sudo_cmd make install PG_CONFIG="$pg_config" with_llvm=no) >"$src.install.log" 2>&1 ||
+    { tail -n 30 "$src.install.log"; die "Citus install failed (log: $src.install.log)"; }
   citus_installed || die "Citus $citus_version is still not installed in $pkglibdir"
 }
 
@@ -147,7 +157,7 @@ echo "coordinator on $coord, workers on ${ports[1]} and ${ports[2]} ($workdir)"
 q() {
   local port=$1
   shift
-  psql -X -q -A -t -F $'\t' -P null=NULL -v ON_ERROR_STOP=1 -p "$port" "$@"
+  "$bindir/psql" -X -q -A -t -F $'\t' -P null=NULL -v ON_ERROR_STOP=1 -p "$port" "$@"
 }
 
 # ---- 3. the cluster and its tables ------------------------------------------
