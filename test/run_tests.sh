@@ -25,7 +25,7 @@
 # 6. the GPU service end to end (test/service/run.sh): its own server, whose
 #    GPU processes play GPUs with the CPU engine; GPUSORT_SERVICE_TEST=0
 #    skips it; then the service under fire (test/service/chaos.sh) for
-#    GPUSORT_CHAOS_SECONDS (default 120; 0 skips it);
+#    GPUSORT_CHAOS_SECONDS (default 90; 0 skips it);
 # 7. gpusort on a Citus cluster (test/citus/run.sh), where Citus is
 #    installed (test/setup.sh installs it) or this runs as root.
 # It expects gpusort built and installed (test/setup.sh). N counts every
@@ -185,7 +185,7 @@ if [ "${GPUSORT_SERVICE_TEST:-1}" != 0 ]; then
   grep -E "^(not ok|==)|^[0-9]+ passed" "$workdir/service.log"
   count_from "$workdir/service.log" "the GPU service test"
 fi
-if [ "${GPUSORT_CHAOS_SECONDS:-120}" != 0 ]; then
+if [ "${GPUSORT_CHAOS_SECONDS:-90}" != 0 ]; then
   echo "== the GPU service under fire (kill -9, SIGSTOP, terminations, reloads, restarts)"
   $run_as "$bindir/pg_ctl" -D "$workdir/data" -m fast stop >/dev/null 2>&1
   test/service/chaos.sh > "$workdir/chaos.log" 2>&1

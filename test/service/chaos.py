@@ -230,7 +230,9 @@ def one_sort(connection, rng, expected, doing):
                  "unnest(a) x) m) q) r) "
                  f"FROM (SELECT a, gpu_approx_sort(a, 100) AS s FROM chaos_arrays WHERE n = {n}) z")
     doing[0] = f"{function}({n})"
-    rows = run(connection, SESSION + [check])
+    # (the checks join unnest()s, which the planner guesses at 10 rows:
+    # a nested loop would be quadratic)
+    rows = run(connection, SESSION + ["SET enable_nestloop = off", check])
     return rows is not None and len(rows) == 1 and str(rows[0][0]).lower() in ("t", "true"), \
         f"{function}({n})"
 
@@ -371,6 +373,42 @@ def watch_readiness(dsn, stop, disturbed, recoveries):
         connection.close()
 
 
+def watch_slow(dsn, stop, log):
+    """Sorts running longer than half the statement timeout: what they wait
+    for, and (with gdb, as root) where their backend is, for the log."""
+    seen = set()
+    connection = None
+    while not stop.wait(5):
+        try:
+            if connection is None:
+                connection = connect(dsn, time.time() + 5)
+            rows = run(connection, [
+                "SELECT pid, now() - query_start, wait_event_type, wait_event, left(query, 80) "
+                "FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend' AND now() - query_start > interval '30 s'"])
+        except Exception:
+            try:
+                connection.close()
+            except Exception:
+                pass
+            connection = None
+            continue
+        for pid, running, wait_type, wait_event, query in rows:
+            if pid in seen:
+                continue
+            seen.add(pid)
+            log.append(f"{time.strftime('%H:%M:%S')} slow: pid {pid} running {running}, waiting "
+                       f"on {wait_type}/{wait_event}: {query}")
+            try:
+                trace = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "bt"],
+                                       capture_output=True, text=True, timeout=30).stdout
+                log.extend("    " + line for line in trace.splitlines() if line.startswith("#"))
+            except Exception:
+                pass
+    if connection is not None:
+        connection.close()
+
+
 def end_checks(dsn, disturbed, stats):
     """After the clients left: every GPU ready, nothing held."""
     deadline = disturbed[0] + READY_BOUND_S
@@ -423,6 +461,9 @@ def main():
                                                         stop, log, disturbed))
     recoveries = []
     watcher = threading.Thread(target=watch_readiness, args=(args.dsn, stop, disturbed, recoveries))
+    slow_stop = threading.Event()
+    slow_watcher = threading.Thread(target=watch_slow, args=(args.dsn, slow_stop, log))
+    slow_watcher.start()
     for t in threads:
         t.start()
     chaos_thread.start()
@@ -433,6 +474,8 @@ def main():
     watcher.join()
     for t in threads:
         t.join()
+    slow_stop.set()
+    slow_watcher.join()
 
     print(f"chaos for {args.seconds:.0f} s, {args.clients} clients, seed {args.seed}:")
     for line in log:

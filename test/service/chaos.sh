@@ -6,7 +6,7 @@
 # Starts a throwaway server (PostgreSQL's defaults, gpusort preloaded).
 # Its GPUs are emulated by the CPU engine (GPUSORT_SERVICE_EMULATE: two of
 # 2 GB) unless GPUSORT_CHAOS_REAL_GPU=1 (the GPU machine). Runs
-# GPUSORT_CHAOS_SECONDS (default 120) with GPUSORT_CHAOS_CLIENTS clients
+# GPUSORT_CHAOS_SECONDS (default 90) with GPUSORT_CHAOS_CLIENTS clients
 # (default 6), then checks, beside chaos.py's own checks, that no server
 # process was terminated by a signal and no temporary file was left. Ends
 # with "N passed, M failed". Expects gpusort built and installed.
@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 bindir=$($pg_config --bindir)
-seconds=${GPUSORT_CHAOS_SECONDS:-120}
+seconds=${GPUSORT_CHAOS_SECONDS:-90}
 clients=${GPUSORT_CHAOS_CLIENTS:-6}
 port=${GPUSORT_CHAOS_PORT:-54349}
 
