@@ -13,6 +13,8 @@ chaos thread, every few seconds, does one of:
   - kill -9 of a gpusort-gpud;
   - SIGSTOP of a gpusort-gpud for 0.5 to 8 s, then SIGCONT;
   - pg_terminate_backend() of a client;
+  - kill -9 of a client's backend (PostgreSQL then restarts every session,
+    the GPU service with them);
   - pg_reload_conf() after changing a gpusort setting;
   - CMD (a fast restart of the server), about once a minute.
 
@@ -110,6 +112,9 @@ class Interrupted(Exception):
 
 INTERRUPTED_CODES = ("57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004")
 ROWS_LOST = "the GPU service lost the rows of a sort beyond work_mem"
+# (a backend's crash closes every connection: some drivers say only this)
+CONNECTION_GONE = ("server closed the connection unexpectedly", "terminating connection",
+                   "connection already closed", "the database system is")
 
 
 def connect(dsn, deadline):
@@ -256,7 +261,8 @@ def client(number, dsn, seconds, seed, expected, stats, stop):
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             code = getattr(error, "pgcode", None)
             if isinstance(error, (db.OperationalError, db.InterfaceError)) and \
-                    (code is None or code in INTERRUPTED_CODES) or code in INTERRUPTED_CODES:
+                    (code is None or code in INTERRUPTED_CODES) or code in INTERRUPTED_CODES or \
+                    any(words in message for words in CONNECTION_GONE):
                 stats.add("interrupted")
             elif ROWS_LOST in message:
                 stats.add("rows_lost")
@@ -284,18 +290,19 @@ def service_pids(dsn):
     return [int(v) for _, v in rows if int(v) > 0], [int(r[0]) for r in clients]
 
 
-def chaos(dsn, restart_cmd, seed, stop, log, disturbed):
+def chaos(dsn, restart_cmd, seed, stop, log, disturbed, killed):
     rng = random.Random(seed)
     last_restart = time.time()
     while not stop.wait(rng.uniform(2, 6)):
         try:
             gpuds, clients = service_pids(dsn)
-            action = rng.choice(["kill", "kill", "stop", "stop", "terminate", "reload"])
+            action = rng.choice(["kill", "kill", "stop", "stop", "terminate", "terminate",
+                                 "reload", "kill_backend"])
             if time.time() - last_restart > rng.uniform(45, 75):
                 action = "restart"
             if action in ("kill", "stop") and not gpuds:
                 action = "reload"
-            if action == "terminate" and not clients:
+            if action in ("terminate", "kill_backend") and not clients:
                 action = "reload"
             if action == "kill":
                 pid = rng.choice(gpuds)
@@ -317,6 +324,13 @@ def chaos(dsn, restart_cmd, seed, stop, log, disturbed):
                 run(connection, [f"SELECT pg_terminate_backend({pid})"])
                 connection.close()
                 log.append(f"{time.strftime('%H:%M:%S')} pg_terminate_backend({pid})")
+            elif action == "kill_backend":
+                # PostgreSQL restarts every session after a backend's crash:
+                # the GPU service's worker and processes with them
+                pid = rng.choice(clients)
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                log.append(f"{time.strftime('%H:%M:%S')} kill -9 backend {pid}")
             elif action == "reload":
                 connection = connect(dsn, time.time() + 30)
                 run(connection, [f"ALTER SYSTEM SET gpusort.queue_timeout = '{rng.choice([500, 1000, 2000])}'",
@@ -447,6 +461,7 @@ def main():
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--seed", type=int, default=20261127)
     parser.add_argument("--restart-cmd", required=True)
+    parser.add_argument("--killed-file", help="where to list the backends killed with -9")
     args = parser.parse_args()
 
     expected = expected_results(args.dsn)
@@ -457,8 +472,9 @@ def main():
     threads = [threading.Thread(target=client, args=(i, args.dsn, args.seconds, args.seed,
                                                      expected, stats, stop))
                for i in range(args.clients)]
+    killed = []
     chaos_thread = threading.Thread(target=chaos, args=(args.dsn, args.restart_cmd, args.seed,
-                                                        stop, log, disturbed))
+                                                        stop, log, disturbed, killed))
     recoveries = []
     watcher = threading.Thread(target=watch_readiness, args=(args.dsn, stop, disturbed, recoveries))
     slow_stop = threading.Event()
@@ -477,6 +493,9 @@ def main():
     slow_stop.set()
     slow_watcher.join()
 
+    if args.killed_file:
+        with open(args.killed_file, "w") as f:
+            f.write("".join(f"{pid}\n" for pid in killed))
     print(f"chaos for {args.seconds:.0f} s, {args.clients} clients, seed {args.seed}:")
     for line in log:
         print("  " + line)
