@@ -1295,23 +1295,31 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
  * returns, read from the start to the end in order, are those it was sent
  * (a fingerprint of each record's length, keys and NULL flags, at a point
  * the opener draws and shares with attached connections) and in the
- * sort's order. Records are followed through the returned bytes as they
- * come, piece by piece; a read that is not the next piece of the rows
- * (a reader that skips or goes back) ends the check for the job.
+ * sort's order. A record counts as sent as the caller lays it out
+ * (service_rows_note_sent), and as returned as the caller reads it from
+ * the slot (service_rows_check_record, then service_rows_check_end), so
+ * that no row is looked at twice; service_rows_read() checks the pieces
+ * it copies itself. A read that is not the next piece of the rows (a
+ * reader that skips or goes back) ends the check for the job.
  */
 #define RECORD_WORDS (2 + GS_MAX_KEY_COLUMNS)
 
+StaticAssertDecl(RECORD_WORDS <= GS_FINGERPRINT_MAX_WORDS, "a record's words fit a record point");
+
 typedef struct RowsCheck
 {
-	gs_fingerprint_point point;
+	gs_record_point point;		/* the point, and the powers of its s */
 	int			nkeys;
 	uint32		descending_mask;
 	uint32		nulls_first_mask;
-	uint64		sent;			/* the records this connection sent */
+	uint64		sent[4];		/* the records this connection laid out, in
+								 * four chains of products */
+	uint64		unsent;			/* ... of them not yet appended */
+	bool		sent_malformed; /* one was laid out with an impossible length */
 	uint64		expected;		/* all records (the opener, from its sort) */
 	bool		reading;		/* the records read so far are checked */
 	uint64		next_offset;	/* where the next read must start */
-	uint64		received;		/* the records read so far */
+	uint64		received[4];	/* the records read so far, in four chains */
 	uint64		records;
 	/* the record being read: its header as far as it came, then the bytes
 	 * of it still to skip */
@@ -1367,35 +1375,41 @@ records_in_order(const RowsCheck *check, const uint64 *a, const uint64 *b)
 	return true;
 }
 
-/* Fingerprints the records of a batch about to be sent; false (and why)
- * if they are not framed as records. */
-static bool
-check_batch(RowsCheck *check, const char *batch, uint64 bytes, uint64 records)
+/* The product of four chains of products. */
+static uint64
+chains_product(const uint64 chain[4])
 {
-	uint64		header_bytes = gs_row_header_bytes(check->nkeys);
-	uint64		position = 0;
-
-	for (uint64 i = 0; i < records; i++)
-	{
-		uint64		words[RECORD_WORDS];
-		uint64		size;
-
-		if (bytes - position < header_bytes ||
-			!record_words(batch + position, check->nkeys, words, &size) ||
-			size > bytes - position)
-			return false;
-		check->sent = gs_fingerprint_add_words(&check->point, check->sent, words,
-											   2 + check->nkeys);
-		position += size;
-	}
-	return position == bytes;
+	return gs_fingerprint_combine(gs_fingerprint_combine(chain[0], chain[1]),
+								  gs_fingerprint_combine(chain[2], chain[3]));
 }
 
-/*
- * Follows the records through bytes [offset, offset + length) of the
- * ordered rows, just returned. False (and why) if one is out of order or
- * not framed as a record, or once all came, if they are not those sent.
- */
+/* One returned record's header: in order after the one before, and into
+ * the fingerprint of those received; its size in *record_bytes. */
+static bool
+check_returned_header(RowsCheck *check, const char *header, uint64 *record_bytes)
+{
+	uint64		words[RECORD_WORDS];
+
+	if (!record_words(header, check->nkeys, words, record_bytes))
+	{
+		set_error("the GPU service returned a record of an impossible length");
+		return false;
+	}
+	if (check->have_previous && !records_in_order(check, check->previous, words))
+	{
+		set_error("the GPU service returned rows out of order");
+		return false;
+	}
+	memcpy(check->previous, words, (2 + check->nkeys) * sizeof(uint64));
+	check->have_previous = true;
+	/* four independent chains of multiplications, combined at the end */
+	check->received[check->records % 4] =
+		gs_field_multiply(check->received[check->records % 4],
+						  gs_fingerprint_record_factor(&check->point, words));
+	check->records++;
+	return true;
+}
+
 static bool
 check_returned(RowsCheck *check, const char *data, uint64 offset, uint64 length,
 			   uint64 total_bytes)
@@ -1410,6 +1424,7 @@ check_returned(RowsCheck *check, const char *data, uint64 offset, uint64 length,
 	for (uint64 position = 0; position < length;)
 	{
 		uint64		piece;
+		uint64		size;
 
 		if (check->skip > 0)
 		{
@@ -1418,37 +1433,31 @@ check_returned(RowsCheck *check, const char *data, uint64 offset, uint64 length,
 			position += piece;
 			continue;
 		}
+		if (check->header_have == 0 && length - position >= header_bytes)
+		{
+			/* the whole header here (most records): read in place */
+			if (!check_returned_header(check, data + position, &size))
+				return false;
+			position += header_bytes;
+			check->skip = size - header_bytes;
+			continue;
+		}
 		piece = Min(header_bytes - check->header_have, length - position);
 		memcpy(check->header + check->header_have, data + position, piece);
 		check->header_have += piece;
 		position += piece;
 		if (check->header_have == header_bytes)
 		{
-			uint64		words[RECORD_WORDS];
-			uint64		size;
-
-			if (!record_words(check->header, check->nkeys, words, &size))
-			{
-				set_error("the GPU service returned a record of an impossible length");
+			if (!check_returned_header(check, check->header, &size))
 				return false;
-			}
-			if (check->have_previous && !records_in_order(check, check->previous, words))
-			{
-				set_error("the GPU service returned rows out of order");
-				return false;
-			}
-			memcpy(check->previous, words, sizeof(words));
-			check->have_previous = true;
-			check->received = gs_fingerprint_add_words(&check->point, check->received, words,
-													   2 + check->nkeys);
-			check->records++;
 			check->header_have = 0;
 			check->skip = size - header_bytes;
 		}
 	}
 	check->next_offset += length;
 	if (check->next_offset == total_bytes &&
-		(check->skip != 0 || check->header_have != 0 || check->received != check->expected))
+		(check->skip != 0 || check->header_have != 0 ||
+		 chains_product(check->received) != check->expected))
 	{
 		set_error("the GPU service returned other rows than it was given");
 		return false;
@@ -1472,6 +1481,8 @@ struct ServiceRows
 	uint64		pending_records;	/* ... the PUT's totals once taken */
 	uint64		pending_bytes;
 	uint64		pending_position;	/* ... the GET's place in the slot */
+	bool		pending_check;	/* ... checked here as it comes (else by the
+								 * caller, record by record) */
 	bool		counted;		/* in the GPU's in_flight */
 	bool		given_back;		/* the service gave its GPU memory back */
 	char	   *mapping;		/* the staging mapping its slot lies in, or
@@ -1677,22 +1688,26 @@ start_check(ServiceRows *rows, int nkeys, uint32 descending_mask, uint32 nulls_f
 			const ServiceRowsShared *shared)
 {
 	RowsCheck  *check = &rows->check;
+	gs_fingerprint_point point;
 
 	memset(check, 0, sizeof(*check));
 	if (shared != NULL)
-		memcpy(&check->point, shared->check_point, sizeof(check->point));
+		memcpy(&point, shared->check_point, sizeof(point));
 	else
 	{
 		uint8		random[24];
 
 		if (!pg_strong_random(random, sizeof(random)))
 			return false;
-		gs_fingerprint_point_make(&check->point, random);
+		gs_fingerprint_point_make(&point, random);
 	}
 	check->nkeys = nkeys;
 	check->descending_mask = descending_mask;
 	check->nulls_first_mask = nulls_first_mask;
-	check->sent = check->expected = check->received = 1;
+	gs_record_point_make(&check->point, &point, 2 + nkeys);
+	check->expected = 1;
+	for (int c = 0; c < 4; c++)
+		check->sent[c] = check->received[c] = 1;
 	check->reading = true;
 	return true;
 }
@@ -1802,7 +1817,7 @@ service_rows_share(ServiceRows *rows, ServiceRowsShared *into)
 	pg_atomic_init_u64(&into->records_taken, 0);
 	StaticAssertStmt(sizeof(into->check_point) == sizeof(gs_fingerprint_point),
 					 "a fingerprint point is three words");
-	memcpy(into->check_point, &rows->check.point, sizeof(into->check_point));
+	memcpy(into->check_point, &rows->check.point.point, sizeof(into->check_point));
 	into->nkeys = rows->check.nkeys;
 	pg_atomic_init_u64(&into->sent_fingerprint, 1);
 	rows->shared = into;
@@ -1912,7 +1927,8 @@ service_rows_detach(ServiceRows *rows)
 		pg_atomic_fetch_sub_u64(&rows->room->records_taken, rows->max_records - rows->records);
 		/* what this connection sent joins what the others did */
 		while (!pg_atomic_compare_exchange_u64(&rows->room->sent_fingerprint, &before,
-											   gs_fingerprint_combine(before, rows->check.sent)))
+											   gs_fingerprint_combine(before,
+																	  chains_product(rows->check.sent))))
 			;
 		rows->room = NULL;
 	}
@@ -1928,7 +1944,7 @@ service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes)
 	rows->bytes = bytes;
 	if (rows->shared != NULL)
 		rows->check.expected =
-			gs_fingerprint_combine(rows->check.sent,
+			gs_fingerprint_combine(chains_product(rows->check.sent),
 								   pg_atomic_read_u64(&rows->shared->sent_fingerprint));
 }
 
@@ -1985,6 +2001,17 @@ rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 	return true;
 }
 
+/* The rows returned failed their check (last_error says how): false. */
+static bool
+rows_check_failed(ServiceRows *rows)
+{
+	ereport(LOG,
+			(errmsg("gpusort: the GPU service's process for GPU %d returned rows that fail "
+					"their check: %s", rows->gpu, last_error)));
+	pg_atomic_fetch_add_u64(&gpu_service->gpus[rows->gpu].counters.errors, 1);
+	return false;
+}
+
 /* Reads the answer to the PUT or GET sent last, if any. */
 bool
 service_rows_wait(ServiceRows *rows)
@@ -2006,16 +2033,10 @@ service_rows_wait(ServiceRows *rows)
 		set_error("the GPU service answered another request than the sort's");
 		return false;
 	}
-	if (pending == GS_MSG_GET &&
+	if (pending == GS_MSG_GET && rows->pending_check &&
 		!check_returned(&rows->check, rows->slot + rows->pending_position, rows->pending_offset,
 						rows->pending_length, rows->bytes))
-	{
-		ereport(LOG,
-				(errmsg("gpusort: the GPU service's process for GPU %d returned rows that fail "
-						"their check: %s", rows->gpu, last_error)));
-		pg_atomic_fetch_add_u64(&gpu_service->gpus[rows->gpu].counters.errors, 1);
-		return false;
-	}
+		return rows_check_failed(rows);
 	if (message.given_back && !rows->given_back)
 	{
 		rows->given_back = true;
@@ -2070,11 +2091,12 @@ bool
 service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uint64 bytes)
 {
 	if (!gs_range_within(slot_position, bytes, rows->slot_bytes) ||
-		!check_batch(&rows->check, rows->slot + slot_position, bytes, records))
+		records != rows->check.unsent || rows->check.sent_malformed)
 	{
-		set_error("a batch of rows beyond the slot, or not framed as records");
+		set_error("a batch of rows beyond the slot, or not laid out as records");
 		return false;
 	}
+	rows->check.unsent = 0;
 	reserve_file(rows, rows->bytes + bytes);
 	if (!rows_request(rows, GS_MSG_PUT, slot_position, bytes, records, 0))
 		return false;
@@ -2086,20 +2108,102 @@ service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uin
 }
 
 /*
- * Asks for bytes [offset, offset + length) of the ordered rows at
- * `slot_position` in the slot, without waiting for them: they are there
- * once service_rows_wait() returned true.
+ * A record laid out in the slot for the next append, from the values its
+ * header was made of (not read back from the slot, which the service
+ * maps too): it counts among those sent.
  */
-bool
-service_rows_request(ServiceRows *rows, uint64 offset, uint64 length, uint64 slot_position)
+void
+service_rows_note_sent(ServiceRows *rows, uint32 length, const uint64 *keys, const bool *nulls)
 {
+	RowsCheck  *check = &rows->check;
+	uint64		words[RECORD_WORDS];
+	int			chain = check->unsent % 4;
+
+	if (length < GS_MIN_TUPLE_BYTES || length > MaxAllocSize)
+		check->sent_malformed = true;
+	words[0] = length;
+	words[1] = 0;
+	for (int k = 0; k < check->nkeys; k++)
+	{
+		words[2 + k] = nulls[k] ? 0 : keys[k];
+		words[1] |= (uint64) nulls[k] << k;
+	}
+	check->sent[chain] = gs_field_multiply(check->sent[chain],
+										   gs_fingerprint_record_factor(&check->point, words));
+	check->unsent++;
+}
+
+/* A GET of bytes [offset, offset + length) of the ordered rows, checked
+ * here as they come or by the caller. */
+static bool
+get_rows(ServiceRows *rows, uint64 offset, uint64 length, uint64 slot_position,
+		 bool check_here)
+{
+	RowsCheck  *check = &rows->check;
+
 	if (!gs_range_within(slot_position, length, rows->slot_bytes) ||
 		!gs_range_within(offset, length, rows->bytes))
 	{
 		set_error("a read of rows beyond the slot or the rows");
 		return false;
 	}
-	return rows_request(rows, GS_MSG_GET, slot_position, length, 0, offset);
+	if (!rows_request(rows, GS_MSG_GET, slot_position, length, 0, offset))
+		return false;
+	rows->pending_check = check_here;
+	if (!check_here)
+	{
+		/* check_returned() follows the offsets for the pieces it checks */
+		if (offset != check->next_offset)
+			check->reading = false;
+		check->next_offset += length;
+	}
+	return true;
+}
+
+/*
+ * Asks for bytes [offset, offset + length) of the ordered rows at
+ * `slot_position` in the slot, without waiting for them: they are there
+ * once service_rows_wait() returned true. The caller reads the records
+ * in place, passing each to service_rows_check_record() and, after the
+ * last, calling service_rows_check_end().
+ */
+bool
+service_rows_request(ServiceRows *rows, uint64 offset, uint64 length, uint64 slot_position)
+{
+	return get_rows(rows, offset, length, slot_position, false);
+}
+
+/*
+ * The next record of the ordered rows, read in place after a
+ * service_rows_request(): false (gpu_last_error() says why) if it is not
+ * in order after the one before or not framed as a record.
+ */
+bool
+service_rows_check_record(ServiceRows *rows, const char *record)
+{
+	uint64		size;
+
+	if (!rows->check.reading)
+		return true;
+	if (!check_returned_header(&rows->check, record, &size))
+		return rows_check_failed(rows);
+	return true;
+}
+
+/* The caller read every record: false if they are not those sent. */
+bool
+service_rows_check_end(ServiceRows *rows)
+{
+	RowsCheck  *check = &rows->check;
+
+	if (!check->reading)
+		return true;
+	if (check->next_offset != rows->bytes || chains_product(check->received) != check->expected)
+	{
+		set_error("the GPU service returned other rows than it was given");
+		return rows_check_failed(rows);
+	}
+	return true;
 }
 
 /* Sorts the rows held; *timing gets the GPU's times. */
@@ -2113,7 +2217,7 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 	/* a shared job's file holds every share's rows if given back */
 	reserve_file(rows, rows->bytes);
 	if (rows->shared == NULL)
-		rows->check.expected = rows->check.sent;
+		rows->check.expected = chains_product(rows->check.sent);
 	memset(&message, 0, sizeof(message));
 	if (!send_message(&rows->peer, &message, GS_MSG_RUN, -1) ||
 		!rows_reply(rows, &message, GS_MSG_DONE))
@@ -2142,7 +2246,7 @@ service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into)
 	{
 		uint64		piece = Min(rows->slot_bytes, length - done);
 
-		if (!service_rows_request(rows, offset + done, piece, 0) || !service_rows_wait(rows))
+		if (!get_rows(rows, offset + done, piece, 0, true) || !service_rows_wait(rows))
 			return false;
 		memcpy(into + done, rows->slot, piece);
 		done += piece;

@@ -123,9 +123,9 @@ extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
 
 /*
  * A spilled sort's rows in a GPU's memory (a rows job, protocol.h): the
- * row store (src/row_store.c) lays batches of records out in the slot and
- * appends them, has the service sort them all, then reads the ordered
- * records back. Open returns NULL (and *why) when the service cannot take
+ * row store (src/row_store.c) lays batches of records out in the slot
+ * (noting each as sent) and appends them, has the service sort them all,
+ * then reads the ordered records back (checking each). Open returns NULL (and *why) when the service cannot take
  * them now; the others return false with gpu_last_error() saying why. The
  * rows are gone if the job fails after a batch went in.
  */
@@ -136,6 +136,8 @@ extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_b
 									  size_t why_size);
 extern char *service_rows_slot(ServiceRows *rows, uint64 *bytes);
 extern bool service_rows_room(ServiceRows *rows, uint64 records, uint64 bytes);
+extern void service_rows_note_sent(ServiceRows *rows, uint32 length, const uint64 *keys,
+								   const bool *nulls);
 
 /*
  * A shared rows job (a parallel sort's): the process that opened it puts
@@ -173,6 +175,8 @@ extern bool service_rows_sort(ServiceRows *rows, gpu_timing *timing);
 extern bool service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into);
 extern bool service_rows_request(ServiceRows *rows, uint64 offset, uint64 length,
 								 uint64 slot_position);
+extern bool service_rows_check_record(ServiceRows *rows, const char *record);
+extern bool service_rows_check_end(ServiceRows *rows);
 extern void service_rows_close(ServiceRows *rows);
 extern void service_rows_abandon(ServiceRows *rows);
 

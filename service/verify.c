@@ -3,26 +3,6 @@
  */
 #include "verify.h"
 
-#define FIELD_PRIME ((UINT64_C(1) << 61) - 1)
-
-static inline uint64_t
-reduce(uint64_t x)
-{
-	x = (x & FIELD_PRIME) + (x >> 61);
-	return x >= FIELD_PRIME ? x - FIELD_PRIME : x;
-}
-
-/* a * b mod p, for a, b < p */
-static inline uint64_t
-multiply(uint64_t a, uint64_t b)
-{
-	unsigned __int128 product = (unsigned __int128) a * b;
-	uint64_t	low = (uint64_t) product & FIELD_PRIME;
-	uint64_t	high = (uint64_t) (product >> 61);
-
-	return reduce(low + high);
-}
-
 void
 gs_fingerprint_point_make(gs_fingerprint_point *point, const uint8_t random[24])
 {
@@ -34,9 +14,9 @@ gs_fingerprint_point_make(gs_fingerprint_point *point, const uint8_t random[24])
 		for (int b = 0; b < 8; b++)
 			words[w] = words[w] << 8 | random[w * 8 + b];
 	}
-	point->r = reduce(reduce(words[0]));
-	point->s = reduce(reduce(words[1]));
-	point->t = reduce(reduce(words[2]));
+	point->r = gs_field_reduce(gs_field_reduce(words[0]));
+	point->s = gs_field_reduce(gs_field_reduce(words[1]));
+	point->t = gs_field_reduce(gs_field_reduce(words[2]));
 }
 
 static inline uint64_t
@@ -49,10 +29,10 @@ key_at(const void *keys, unsigned key_bytes, size_t i)
 static inline uint64_t
 factor(const gs_fingerprint_point *point, uint64_t key, uint64_t row)
 {
-	uint64_t	x = reduce((key & 0xffffffffu) + multiply(point->s, key >> 32) +
-						   multiply(point->t, row));
+	uint64_t	x = gs_field_reduce((key & 0xffffffffu) + gs_field_multiply(point->s, key >> 32) +
+						   gs_field_multiply(point->t, row));
 
-	return point->r >= x ? point->r - x : point->r + FIELD_PRIME - x;
+	return point->r >= x ? point->r - x : point->r + GS_FIELD_PRIME - x;
 }
 
 uint64_t
@@ -60,7 +40,7 @@ gs_fingerprint_add(const gs_fingerprint_point *point, uint64_t product, const vo
 				   unsigned key_bytes, bool with_rows, const uint32_t *rows, size_t first,
 				   size_t count)
 {
-	uint64_t	chain[4] = {reduce(product), 1, 1, 1};
+	uint64_t	chain[4] = {gs_field_reduce(product), 1, 1, 1};
 	size_t		i = 0;
 
 	for (; i + 4 <= count; i += 4)
@@ -69,16 +49,16 @@ gs_fingerprint_add(const gs_fingerprint_point *point, uint64_t product, const vo
 			size_t		at = first + i + c;
 			uint64_t	row = !with_rows ? 0 : rows != NULL ? rows[at] : at;
 
-			chain[c] = multiply(chain[c], factor(point, key_at(keys, key_bytes, at), row));
+			chain[c] = gs_field_multiply(chain[c], factor(point, key_at(keys, key_bytes, at), row));
 		}
 	for (; i < count; i++)
 	{
 		size_t		at = first + i;
 		uint64_t	row = !with_rows ? 0 : rows != NULL ? rows[at] : at;
 
-		chain[0] = multiply(chain[0], factor(point, key_at(keys, key_bytes, at), row));
+		chain[0] = gs_field_multiply(chain[0], factor(point, key_at(keys, key_bytes, at), row));
 	}
-	return multiply(multiply(chain[0], chain[1]), multiply(chain[2], chain[3]));
+	return gs_field_multiply(gs_field_multiply(chain[0], chain[1]), gs_field_multiply(chain[2], chain[3]));
 }
 
 uint64_t
@@ -86,7 +66,7 @@ gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint64_t product, con
 						unsigned key_bytes, bool with_rows, size_t first, size_t count,
 						uint64_t max_key, uint64_t *taken)
 {
-	uint64_t	chain = reduce(product);
+	uint64_t	chain = gs_field_reduce(product);
 
 	for (size_t i = 0; i < count; i++)
 	{
@@ -95,31 +75,33 @@ gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint64_t product, con
 
 		if (key > max_key)
 			continue;
-		chain = multiply(chain, factor(point, key, with_rows ? at : 0));
+		chain = gs_field_multiply(chain, factor(point, key, with_rows ? at : 0));
 		(*taken)++;
 	}
 	return chain;
+}
+
+void
+gs_record_point_make(gs_record_point *record_point, const gs_fingerprint_point *point,
+					 int nwords)
+{
+	uint64_t	power = 1;
+
+	record_point->point = *point;
+	record_point->nwords = nwords;
+	for (int i = 0; i < 2 * nwords; i++)
+	{
+		record_point->powers[i] = power;
+		power = gs_field_multiply(power, point->s);
+	}
 }
 
 uint64_t
 gs_fingerprint_add_words(const gs_fingerprint_point *point, uint64_t product,
 						 const uint64_t *words, int nwords)
 {
-	uint64_t	x = 0;
-	uint64_t	power = 1;
+	gs_record_point record_point;
 
-	for (int i = 0; i < nwords; i++)
-	{
-		x = reduce(x + multiply(words[i] & 0xffffffffu, power));
-		power = multiply(power, point->s);
-		x = reduce(x + multiply(words[i] >> 32, power));
-		power = multiply(power, point->s);
-	}
-	return multiply(reduce(product), point->r >= x ? point->r - x : point->r + FIELD_PRIME - x);
-}
-
-uint64_t
-gs_fingerprint_combine(uint64_t a, uint64_t b)
-{
-	return multiply(reduce(a), reduce(b));
+	gs_record_point_make(&record_point, point, nwords);
+	return gs_field_multiply(gs_field_reduce(product), gs_fingerprint_record_factor(&record_point, words));
 }

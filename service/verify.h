@@ -52,16 +52,77 @@ extern uint64_t gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint6
 										uint64_t *taken);
 
 /*
- * The fingerprint of one more record (a rows job's: its length, keys and
- * NULL flags, as words): the words' 32-bit halves as the coefficients of a
- * polynomial in the point's s, and the factor r minus its value. Records
- * that differ in any word differ as polynomials, so the bound above holds
- * with 2 n nwords / p.
+ * Records (a rows job's: its length, keys and NULL flags, as words): a
+ * record's words' 32-bit halves are the coefficients of a polynomial in
+ * the point's s, and its factor is r minus that polynomial's value.
+ * Records that differ in any word differ as polynomials, so the bound
+ * above holds with 2 n nwords / p. A record point holds the powers of s
+ * that records of `nwords` words (at most GS_FINGERPRINT_MAX_WORDS) need,
+ * so that a record's factor takes independent multiplications only.
  */
+#define GS_FINGERPRINT_MAX_WORDS 16
+
+typedef struct gs_record_point
+{
+	gs_fingerprint_point point;
+	int			nwords;
+	uint64_t	powers[2 * GS_FINGERPRINT_MAX_WORDS];
+} gs_record_point;
+
+extern void gs_record_point_make(gs_record_point *record_point,
+								 const gs_fingerprint_point *point, int nwords);
+
+/* The fingerprint with one more record: product times its factor. */
 extern uint64_t gs_fingerprint_add_words(const gs_fingerprint_point *point, uint64_t product,
 										 const uint64_t *words, int nwords);
 
+/*
+ * Inline: a rows job's check takes a record's factor and one product for
+ * every row it sends and reads, as it lays the row out or reads it.
+ */
+#define GS_FIELD_PRIME ((UINT64_C(1) << 61) - 1)
+
+/* x mod p, for any 64-bit x (2^61 = 1 mod p) */
+static inline uint64_t
+gs_field_reduce(uint64_t x)
+{
+	x = (x & GS_FIELD_PRIME) + (x >> 61);
+	return x >= GS_FIELD_PRIME ? x - GS_FIELD_PRIME : x;
+}
+
+/* a * b mod p, for a, b < p */
+static inline uint64_t
+gs_field_multiply(uint64_t a, uint64_t b)
+{
+	unsigned __int128 product = (unsigned __int128) a * b;
+
+	return gs_field_reduce(((uint64_t) product & GS_FIELD_PRIME) + (uint64_t) (product >> 61));
+}
+
 /* Two fingerprints' product: that of the two multisets together. */
-extern uint64_t gs_fingerprint_combine(uint64_t a, uint64_t b);
+static inline uint64_t
+gs_fingerprint_combine(uint64_t a, uint64_t b)
+{
+	return gs_field_multiply(gs_field_reduce(a), gs_field_reduce(b));
+}
+
+/* The factor of one record of record_point->nwords words. */
+static inline uint64_t
+gs_fingerprint_record_factor(const gs_record_point *record_point, const uint64_t *words)
+{
+	const uint64_t *powers = record_point->powers;
+	unsigned __int128 sum = 0;
+	uint64_t	x;
+
+	/* each term is below 2^93, their sum (at most 2 GS_FINGERPRINT_MAX_WORDS
+	 * of them) below 2^98: reduced once, 61 bits at a time */
+	for (int i = 0; i < record_point->nwords; i++)
+		sum += (unsigned __int128) (words[i] & 0xffffffffu) * powers[2 * i] +
+			(unsigned __int128) (words[i] >> 32) * powers[2 * i + 1];
+	x = gs_field_reduce(gs_field_reduce((uint64_t) sum & GS_FIELD_PRIME) +
+						(uint64_t) ((sum >> 61) & GS_FIELD_PRIME) + (uint64_t) (sum >> 122));
+	return record_point->point.r >= x ? record_point->point.r - x
+		: record_point->point.r + GS_FIELD_PRIME - x;
+}
 
 #endif							/* GPUSORT_SERVICE_VERIFY_H */

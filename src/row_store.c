@@ -1340,6 +1340,7 @@ stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 
 		flush_stream(store);
 	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
 	record += pack_header(store, record, length, keys, nulls);
+	service_rows_note_sent(run->gpu, length, keys, nulls);
 	pack_tail(store, record + length, length);
 	store->stream_used += size;
 	store->stream_records++;
@@ -1603,11 +1604,15 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 		{
 			if (left > 0)
 				elog(ERROR, "gpusort: the GPU service returned a row cut short");
+			if (!service_rows_check_end(store->gpu_run->gpu))
+				gpu_run_failed();
 			release_gpu_run(store);
 			return false;
 		}
 		turn_to_other_half(store);
 	}
+	if (!service_rows_check_record(store->gpu_run->gpu, store->read_next))
+		gpu_run_failed();
 	data = store->read_next + header_size;
 	store->read_next += job_record_size(store, length);
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));

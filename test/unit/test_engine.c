@@ -897,6 +897,32 @@ test_fingerprints(void)
 									 gs_fingerprint_add_words(&point, 1, b, 4)) == ab,
 			  "fingerprint: two parts combined differ from the whole");
 	}
+	{
+		/* a record point's factors (the rows jobs' checks) give the same
+		 * fingerprint as the words one at a time, in any chain */
+		gs_record_point record_point;
+		uint64_t	words[3] = {77, 1, UINT64_C(0xfedcba9876543210)};
+		uint64_t	one_by_one = 1,
+					chains[2] = {1, 1};
+
+		gs_record_point_make(&record_point, &point, 3);
+		for (int i = 0; i < 9; i++)
+		{
+			words[2] += (uint64_t) i << 40;
+			one_by_one = gs_fingerprint_add_words(&point, one_by_one, words, 3);
+			chains[i % 2] = gs_field_multiply(chains[i % 2],
+											  gs_fingerprint_record_factor(&record_point, words));
+		}
+		CHECK(gs_fingerprint_combine(chains[0], chains[1]) == one_by_one,
+			  "fingerprint: a record point's factors differ from the words'");
+		words[0] = 78;
+		CHECK(gs_fingerprint_combine(chains[0],
+									 gs_field_multiply(chains[1],
+													   gs_fingerprint_record_factor(&record_point,
+																					words))) !=
+			  gs_fingerprint_add_words(&point, one_by_one, (uint64_t[3]) {77, 1, words[2]}, 3),
+			  "fingerprint: a record point misses a changed length");
+	}
 }
 
 int
