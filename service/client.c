@@ -1302,7 +1302,7 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
  * it copies itself. A read that is not the next piece of the rows (a
  * reader that skips or goes back) ends the check for the job.
  */
-#define RECORD_WORDS (2 + GS_MAX_KEY_COLUMNS)
+#define RECORD_WORDS (1 + GS_MAX_KEY_COLUMNS)
 
 StaticAssertDecl(RECORD_WORDS <= GS_FINGERPRINT_MAX_WORDS, "a record's words fit a record point");
 
@@ -1330,8 +1330,9 @@ typedef struct RowsCheck
 	bool		have_previous;
 } RowsCheck;
 
-/* A record's header as words: its tuple's length, its keys, its NULL
- * flags (bit k: key k is NULL). False if its length is impossible. */
+/* A record's header as words: its tuple's length with its NULL flags
+ * above (bit 32 + k: key k is NULL), then its keys (0 where NULL). False
+ * if its length is impossible. */
 static bool
 record_words(const char *header, int nkeys, uint64 *words, uint64 *record_bytes)
 {
@@ -1341,14 +1342,13 @@ record_words(const char *header, int nkeys, uint64 *words, uint64 *record_bytes)
 	if (length < GS_MIN_TUPLE_BYTES || length > MaxAllocSize)
 		return false;
 	words[0] = length;
-	words[1] = 0;
 	for (int k = 0; k < nkeys; k++)
 	{
-		memcpy(&words[2 + k], header + sizeof(uint32) + k * sizeof(uint64), sizeof(uint64));
+		memcpy(&words[1 + k], header + sizeof(uint32) + k * sizeof(uint64), sizeof(uint64));
 		if (header[sizeof(uint32) + nkeys * sizeof(uint64) + k] != 0)
 		{
-			words[1] |= (uint64) 1 << k;
-			words[2 + k] = 0;
+			words[0] |= (uint64) 1 << (32 + k);
+			words[1 + k] = 0;
 		}
 	}
 	*record_bytes = gs_row_record_bytes(nkeys, length);
@@ -1361,16 +1361,16 @@ records_in_order(const RowsCheck *check, const uint64 *a, const uint64 *b)
 {
 	for (int k = 0; k < check->nkeys; k++)
 	{
-		bool		a_null = (a[1] >> k) & 1;
-		bool		b_null = (b[1] >> k) & 1;
+		bool		a_null = (a[0] >> (32 + k)) & 1;
+		bool		b_null = (b[0] >> (32 + k)) & 1;
 		bool		nulls_first = (check->nulls_first_mask >> k) & 1;
 		bool		descending = (check->descending_mask >> k) & 1;
 
 		if (a_null != b_null)
 			return nulls_first ? a_null : b_null;
-		if (a_null || a[2 + k] == b[2 + k])
+		if (a_null || a[1 + k] == b[1 + k])
 			continue;
-		return descending ? a[2 + k] > b[2 + k] : a[2 + k] < b[2 + k];
+		return descending ? a[1 + k] > b[1 + k] : a[1 + k] < b[1 + k];
 	}
 	return true;
 }
@@ -1400,7 +1400,7 @@ check_returned_header(RowsCheck *check, const char *header, uint64 *record_bytes
 		set_error("the GPU service returned rows out of order");
 		return false;
 	}
-	memcpy(check->previous, words, (2 + check->nkeys) * sizeof(uint64));
+	memcpy(check->previous, words, (1 + check->nkeys) * sizeof(uint64));
 	check->have_previous = true;
 	/* four independent chains of multiplications, combined at the end */
 	check->received[check->records % 4] =
@@ -1704,7 +1704,7 @@ start_check(ServiceRows *rows, int nkeys, uint32 descending_mask, uint32 nulls_f
 	check->nkeys = nkeys;
 	check->descending_mask = descending_mask;
 	check->nulls_first_mask = nulls_first_mask;
-	gs_record_point_make(&check->point, &point, 2 + nkeys);
+	gs_record_point_make(&check->point, &point, 1 + nkeys);
 	check->expected = 1;
 	for (int c = 0; c < 4; c++)
 		check->sent[c] = check->received[c] = 1;
@@ -2122,11 +2122,10 @@ service_rows_note_sent(ServiceRows *rows, uint32 length, const uint64 *keys, con
 	if (length < GS_MIN_TUPLE_BYTES || length > MaxAllocSize)
 		check->sent_malformed = true;
 	words[0] = length;
-	words[1] = 0;
 	for (int k = 0; k < check->nkeys; k++)
 	{
-		words[2 + k] = nulls[k] ? 0 : keys[k];
-		words[1] |= (uint64) nulls[k] << k;
+		words[1 + k] = nulls[k] ? 0 : keys[k];
+		words[0] |= (uint64) nulls[k] << (32 + k);
 	}
 	check->sent[chain] = gs_field_multiply(check->sent[chain],
 										   gs_fingerprint_record_factor(&check->point, words));

@@ -106,9 +106,10 @@ gs_fingerprint_combine(uint64_t a, uint64_t b)
 	return gs_field_multiply(gs_field_reduce(a), gs_field_reduce(b));
 }
 
-/* The factor of one record of record_point->nwords words. */
+/* r minus the value at s of the polynomial whose coefficients are the
+ * 32-bit halves of `nwords` words */
 static inline uint64_t
-gs_fingerprint_record_factor(const gs_record_point *record_point, const uint64_t *words)
+gs_record_factor_of(const gs_record_point *record_point, const uint64_t *words, int nwords)
 {
 	const uint64_t *powers = record_point->powers;
 	unsigned __int128 sum = 0;
@@ -116,13 +117,31 @@ gs_fingerprint_record_factor(const gs_record_point *record_point, const uint64_t
 
 	/* each term is below 2^93, their sum (at most 2 GS_FINGERPRINT_MAX_WORDS
 	 * of them) below 2^98: reduced once, 61 bits at a time */
-	for (int i = 0; i < record_point->nwords; i++)
+	for (int i = 0; i < nwords; i++)
 		sum += (unsigned __int128) (words[i] & 0xffffffffu) * powers[2 * i] +
 			(unsigned __int128) (words[i] >> 32) * powers[2 * i + 1];
 	x = gs_field_reduce(gs_field_reduce((uint64_t) sum & GS_FIELD_PRIME) +
 						(uint64_t) ((sum >> 61) & GS_FIELD_PRIME) + (uint64_t) (sum >> 122));
 	return record_point->point.r >= x ? record_point->point.r - x
 		: record_point->point.r + GS_FIELD_PRIME - x;
+}
+
+/* The factor of one record of record_point->nwords words (the common
+ * counts with the loop unrolled). */
+static inline uint64_t
+gs_fingerprint_record_factor(const gs_record_point *record_point, const uint64_t *words)
+{
+	switch (record_point->nwords)
+	{
+		case 2:
+			return gs_record_factor_of(record_point, words, 2);
+		case 3:
+			return gs_record_factor_of(record_point, words, 3);
+		case 4:
+			return gs_record_factor_of(record_point, words, 4);
+		default:
+			return gs_record_factor_of(record_point, words, record_point->nwords);
+	}
 }
 
 #endif							/* GPUSORT_SERVICE_VERIFY_H */
