@@ -1618,6 +1618,11 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
 		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
+	/* the last row: the caller may not ask again, so the rows are proved
+	 * those sent before it gets it */
+	if (store->read_coming == 0 && store->read_next == store->read_end &&
+		!service_rows_check_end(store->gpu_run->gpu))
+		gpu_run_failed();
 	/* records are multiples of 8 bytes from an aligned start */
 	Assert((uintptr_t) data % MAXIMUM_ALIGNOF == 0);
 	*tuple = (MinimalTuple) data;

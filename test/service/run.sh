@@ -672,6 +672,15 @@ case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond
 grep -q "returned a result that is not the sort asked for; it was not used" "$workdir/server.log" &&
   grep -q "returned rows that fail their check" "$workdir/server.log" \
   && ok "the log says so of both" || bad "the log says so of both"
+# with room for every sorted row at once, GpuSort reads them in place from
+# the slot (no merge), and the proof that they are those sent completes
+# with the last row
+export GPUSORT_SERVICE_EMULATE_WRONG=1
+start_server gpusort 2048 1 0
+unset GPUSORT_SERVICE_EMULATE_WRONG
+out=$(psql_q -c "$spill SELECT count(*) FROM (SELECT * FROM rows_t ORDER BY k, id) s")
+case "$out" in *"ERROR:  gpusort: the GPU service lost the rows of a sort beyond work_mem"*"DETAIL:  the GPU service returned other rows than it was given"*) ok "rows read in place that come back wrong fail at the last row";;
+  *) bad "rows read in place that come back wrong fail at the last row" "$out";; esac
 
 echo "== a gpusort-gpud that stops answering is replaced"
 start_server gpusort 100 1 3000
