@@ -1323,7 +1323,7 @@ typedef struct RowsCheck
 	uint64		records;
 	/* the record being read: its header as far as it came, then the bytes
 	 * of it still to skip */
-	char		header[8 * (GS_MAX_KEY_COLUMNS + 2) + 8];
+	char		header[8 * (1 + GS_MAX_KEY_COLUMNS) + 8];	/* >= gs_row_header_bytes() */
 	uint64		header_have;
 	uint64		skip;
 	uint64		previous[RECORD_WORDS];
@@ -1375,14 +1375,6 @@ records_in_order(const RowsCheck *check, const uint64 *a, const uint64 *b)
 	return true;
 }
 
-/* The product of four chains of products. */
-static uint64
-chains_product(const uint64 chain[4])
-{
-	return gs_fingerprint_combine(gs_fingerprint_combine(chain[0], chain[1]),
-								  gs_fingerprint_combine(chain[2], chain[3]));
-}
-
 /* One returned record's header: in order after the one before, and into
  * the fingerprint of those received; its size in *record_bytes. */
 static bool
@@ -1402,10 +1394,9 @@ check_returned_header(RowsCheck *check, const char *header, uint64 *record_bytes
 	}
 	memcpy(check->previous, words, (1 + check->nkeys) * sizeof(uint64));
 	check->have_previous = true;
-	/* four independent chains of multiplications, combined at the end */
+	/* four chains, combined at the end */
 	check->received[check->records % 4] =
-		gs_field_multiply(check->received[check->records % 4],
-						  gs_fingerprint_record_factor(&check->point, words));
+		gs_fingerprint_add_record(&check->point, check->received[check->records % 4], words);
 	check->records++;
 	return true;
 }
@@ -1457,7 +1448,7 @@ check_returned(RowsCheck *check, const char *data, uint64 offset, uint64 length,
 	check->next_offset += length;
 	if (check->next_offset == total_bytes &&
 		(check->skip != 0 || check->header_have != 0 ||
-		 chains_product(check->received) != check->expected))
+		 gs_fingerprint_chains(check->received) != check->expected))
 	{
 		set_error("the GPU service returned other rows than it was given");
 		return false;
@@ -1928,7 +1919,7 @@ service_rows_detach(ServiceRows *rows)
 		/* what this connection sent joins what the others did */
 		while (!pg_atomic_compare_exchange_u64(&rows->room->sent_fingerprint, &before,
 											   gs_fingerprint_combine(before,
-																	  chains_product(rows->check.sent))))
+																	  gs_fingerprint_chains(rows->check.sent))))
 			;
 		rows->room = NULL;
 	}
@@ -1944,7 +1935,7 @@ service_rows_expect(ServiceRows *rows, uint64 records, uint64 bytes)
 	rows->bytes = bytes;
 	if (rows->shared != NULL)
 		rows->check.expected =
-			gs_fingerprint_combine(chains_product(rows->check.sent),
+			gs_fingerprint_combine(gs_fingerprint_chains(rows->check.sent),
 								   pg_atomic_read_u64(&rows->shared->sent_fingerprint));
 }
 
@@ -2127,8 +2118,7 @@ service_rows_note_sent(ServiceRows *rows, uint32 length, const uint64 *keys, con
 		words[1 + k] = nulls[k] ? 0 : keys[k];
 		words[0] |= (uint64) nulls[k] << (32 + k);
 	}
-	check->sent[chain] = gs_field_multiply(check->sent[chain],
-										   gs_fingerprint_record_factor(&check->point, words));
+	check->sent[chain] = gs_fingerprint_add_record(&check->point, check->sent[chain], words);
 	check->unsent++;
 }
 
@@ -2197,7 +2187,7 @@ service_rows_check_end(ServiceRows *rows)
 
 	if (!check->reading)
 		return true;
-	if (check->next_offset != rows->bytes || chains_product(check->received) != check->expected)
+	if (check->next_offset != rows->bytes || gs_fingerprint_chains(check->received) != check->expected)
 	{
 		set_error("the GPU service returned other rows than it was given");
 		return rows_check_failed(rows);
@@ -2216,7 +2206,7 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 	/* a shared job's file holds every share's rows if given back */
 	reserve_file(rows, rows->bytes);
 	if (rows->shared == NULL)
-		rows->check.expected = chains_product(rows->check.sent);
+		rows->check.expected = gs_fingerprint_chains(rows->check.sent);
 	memset(&message, 0, sizeof(message));
 	if (!send_message(&rows->peer, &message, GS_MSG_RUN, -1) ||
 		!rows_reply(rows, &message, GS_MSG_DONE))

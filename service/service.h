@@ -125,9 +125,10 @@ extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
  * A spilled sort's rows in a GPU's memory (a rows job, protocol.h): the
  * row store (src/row_store.c) lays batches of records out in the slot
  * (noting each as sent) and appends them, has the service sort them all,
- * then reads the ordered records back (checking each). Open returns NULL (and *why) when the service cannot take
- * them now; the others return false with gpu_last_error() saying why. The
- * rows are gone if the job fails after a batch went in.
+ * then reads the ordered records back (checking each). Open returns NULL
+ * (and *why) when the service cannot take them now; the others return
+ * false with gpu_last_error() saying why. The rows are gone if the job
+ * fails after a batch went in.
  */
 typedef struct ServiceRows ServiceRows;
 extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,

@@ -29,8 +29,9 @@ key_at(const void *keys, unsigned key_bytes, size_t i)
 static inline uint64_t
 factor(const gs_fingerprint_point *point, uint64_t key, uint64_t row)
 {
-	uint64_t	x = gs_field_reduce((key & 0xffffffffu) + gs_field_multiply(point->s, key >> 32) +
-						   gs_field_multiply(point->t, row));
+	uint64_t	x = gs_field_reduce((key & 0xffffffffu) +
+									gs_field_multiply(point->s, key >> 32) +
+									gs_field_multiply(point->t, row));
 
 	return point->r >= x ? point->r - x : point->r + GS_FIELD_PRIME - x;
 }
@@ -58,7 +59,7 @@ gs_fingerprint_add(const gs_fingerprint_point *point, uint64_t product, const vo
 
 		chain[0] = gs_field_multiply(chain[0], factor(point, key_at(keys, key_bytes, at), row));
 	}
-	return gs_field_multiply(gs_field_multiply(chain[0], chain[1]), gs_field_multiply(chain[2], chain[3]));
+	return gs_fingerprint_chains(chain);
 }
 
 uint64_t
@@ -94,14 +95,4 @@ gs_record_point_make(gs_record_point *record_point, const gs_fingerprint_point *
 		record_point->powers[i] = power;
 		power = gs_field_multiply(power, point->s);
 	}
-}
-
-uint64_t
-gs_fingerprint_add_words(const gs_fingerprint_point *point, uint64_t product,
-						 const uint64_t *words, int nwords)
-{
-	gs_record_point record_point;
-
-	gs_record_point_make(&record_point, point, nwords);
-	return gs_field_multiply(gs_field_reduce(product), gs_fingerprint_record_factor(&record_point, words));
 }

@@ -3,7 +3,7 @@
  * asked: a multiset fingerprint of keys (and row numbers), so that a sort's
  * output is proved a permutation of its input, or of the part of it an
  * approximate sort with a limit returns. Plain C, no PostgreSQL: client.c
- * uses it, and test/unit/test_verify.c tests it.
+ * uses it, and test/unit/test_engine.c tests it.
  *
  * The fingerprint of a multiset {e1, ..., en} at a random point r is
  *     F = (r - x(e1)) (r - x(e2)) ... (r - x(en))   mod p,  p = 2^61 - 1,
@@ -72,10 +72,6 @@ typedef struct gs_record_point
 extern void gs_record_point_make(gs_record_point *record_point,
 								 const gs_fingerprint_point *point, int nwords);
 
-/* The fingerprint with one more record: product times its factor. */
-extern uint64_t gs_fingerprint_add_words(const gs_fingerprint_point *point, uint64_t product,
-										 const uint64_t *words, int nwords);
-
 /*
  * Inline: a rows job's check takes a record's factor and one product for
  * every row it sends and reads, as it lays the row out or reads it.
@@ -104,6 +100,15 @@ static inline uint64_t
 gs_fingerprint_combine(uint64_t a, uint64_t b)
 {
 	return gs_field_multiply(gs_field_reduce(a), gs_field_reduce(b));
+}
+
+/* The product of four chains of products (kept apart so that their
+ * multiplications do not wait for each other). */
+static inline uint64_t
+gs_fingerprint_chains(const uint64_t chain[4])
+{
+	return gs_fingerprint_combine(gs_fingerprint_combine(chain[0], chain[1]),
+								  gs_fingerprint_combine(chain[2], chain[3]));
 }
 
 /* r minus the value at s of the polynomial whose coefficients are the
@@ -142,6 +147,16 @@ gs_fingerprint_record_factor(const gs_record_point *record_point, const uint64_t
 		default:
 			return gs_record_factor_of(record_point, words, record_point->nwords);
 	}
+}
+
+/* The fingerprint `product` with one more record of record_point->nwords
+ * words. */
+static inline uint64_t
+gs_fingerprint_add_record(const gs_record_point *record_point, uint64_t product,
+						  const uint64_t *words)
+{
+	return gs_field_multiply(gs_field_reduce(product),
+							 gs_fingerprint_record_factor(record_point, words));
 }
 
 #endif							/* GPUSORT_SERVICE_VERIFY_H */

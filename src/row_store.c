@@ -1604,8 +1604,6 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 		{
 			if (left > 0)
 				elog(ERROR, "gpusort: the GPU service returned a row cut short");
-			if (!service_rows_check_end(store->gpu_run->gpu))
-				gpu_run_failed();
 			release_gpu_run(store);
 			return false;
 		}

@@ -884,44 +884,58 @@ test_fingerprints(void)
 	}
 	{
 		/* records: any changed word, and the order of records, as multisets */
+		gs_record_point record_point;
 		uint64_t	a[4] = {40, 0, 7, 9},
 					b[4] = {40, 0, 7, 10},
 					c[4] = {48, 0, 7, 9};
-		uint64_t	ab = gs_fingerprint_add_words(&point, gs_fingerprint_add_words(&point, 1, a, 4), b, 4);
-		uint64_t	ba = gs_fingerprint_add_words(&point, gs_fingerprint_add_words(&point, 1, b, 4), a, 4);
-		uint64_t	ac = gs_fingerprint_add_words(&point, gs_fingerprint_add_words(&point, 1, a, 4), c, 4);
+		uint64_t	ab,
+					ba,
+					ac;
 
+		gs_record_point_make(&record_point, &point, 4);
+		ab = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, a), b);
+		ba = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, b), a);
+		ac = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, a), c);
 		CHECK(ab == ba, "fingerprint: records in another order differ");
 		CHECK(ab != ac, "fingerprint: a record's changed length goes unseen");
-		CHECK(gs_fingerprint_combine(gs_fingerprint_add_words(&point, 1, a, 4),
-									 gs_fingerprint_add_words(&point, 1, b, 4)) == ab,
+		CHECK(gs_fingerprint_combine(gs_fingerprint_add_record(&record_point, 1, a),
+									 gs_fingerprint_add_record(&record_point, 1, b)) == ab,
 			  "fingerprint: two parts combined differ from the whole");
 	}
 	{
-		/* a record point's factors (the rows jobs' checks) give the same
-		 * fingerprint as the words one at a time, in any chain */
-		gs_record_point record_point;
-		uint64_t	words[3] = {77, 1, UINT64_C(0xfedcba9876543210)};
-		uint64_t	one_by_one = 1,
-					chains[2] = {1, 1};
-
-		gs_record_point_make(&record_point, &point, 3);
-		for (int i = 0; i < 9; i++)
+		/* records spread over chains (the rows jobs' checks) give the
+		 * fingerprint of one chain; records of 2 to 5 words (the unrolled
+		 * counts and the loop) */
+		for (int nwords = 2; nwords <= 5; nwords++)
 		{
-			words[2] += (uint64_t) i << 40;
-			one_by_one = gs_fingerprint_add_words(&point, one_by_one, words, 3);
-			chains[i % 2] = gs_field_multiply(chains[i % 2],
-											  gs_fingerprint_record_factor(&record_point, words));
+			gs_record_point record_point;
+			uint64_t	words[5] = {77, UINT64_C(0xfedcba9876543210), 3, 4, 5};
+			uint64_t	one_chain = 1,
+						chains[4] = {1, 1, 1, 1},
+						changed;
+
+			gs_record_point_make(&record_point, &point, nwords);
+			for (int i = 0; i < 9; i++)
+			{
+				words[1] += (uint64_t) i << 40;
+				one_chain = gs_fingerprint_add_record(&record_point, one_chain, words);
+				chains[i % 4] = gs_fingerprint_add_record(&record_point, chains[i % 4], words);
+			}
+			CHECK(gs_fingerprint_chains(chains) == one_chain,
+				  "fingerprint: records over four chains differ from one chain");
+			words[0] = 78;
+			changed = gs_fingerprint_add_record(&record_point, one_chain, words);
+			words[0] = 77;
+			CHECK(changed != gs_fingerprint_add_record(&record_point, one_chain, words),
+				  "fingerprint: a record's changed length goes unseen");
+			{
+				uint64_t	before = gs_fingerprint_add_record(&record_point, one_chain, words);
+
+				words[nwords - 1] ^= UINT64_C(1) << 63;
+				CHECK(gs_fingerprint_add_record(&record_point, one_chain, words) != before,
+					  "fingerprint: a record's last word goes unseen");
+			}
 		}
-		CHECK(gs_fingerprint_combine(chains[0], chains[1]) == one_by_one,
-			  "fingerprint: a record point's factors differ from the words'");
-		words[0] = 78;
-		CHECK(gs_fingerprint_combine(chains[0],
-									 gs_field_multiply(chains[1],
-													   gs_fingerprint_record_factor(&record_point,
-																					words))) !=
-			  gs_fingerprint_add_words(&point, one_by_one, (uint64_t[3]) {77, 1, words[2]}, 3),
-			  "fingerprint: a record point misses a changed length");
 	}
 }
 
