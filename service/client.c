@@ -49,14 +49,17 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/wait_event.h"
 
-#include "gpusort.h"
 #include "service.h"
 #include "verify.h"
 
 int			gpusort_queue_timeout_ms = 1000;
 int			gpusort_session_gpu_memory_limit_mb = 0;
+
+/* gpusort.device = gpu: a sort the GPU could not take is an error */
+static bool gpu_required = false;
 
 /* How often a wait on the service looks whether its process is still the
  * one it talks to. */
@@ -114,6 +117,12 @@ gpu_last_error(void)
  * Statistics
  * ------------------------------------------------------------------------ */
 
+void
+gpu_service_set_gpu_required(bool required)
+{
+	gpu_required = required;
+}
+
 /* A sort that did not run on the GPU although it could have: a fallback
  * under gpusort.device = auto (the CPU sorts it), an error under gpu. */
 void
@@ -121,7 +130,7 @@ gpu_service_count_fallback(int gpu, GpuFallbackReason reason)
 {
 	if (gpu_service == NULL)
 		return;
-	if (gpusort_device == GS_DEVICE_GPU)
+	if (gpu_required)
 	{
 		pg_atomic_fetch_add_u64(&gpu_service->counters.errors, 1);
 		if (gpu >= 0)
@@ -1302,7 +1311,7 @@ gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
  * it copies itself. A read that is not the next piece of the rows (a
  * reader that skips or goes back) ends the check for the job.
  */
-#define RECORD_WORDS (1 + GS_MAX_KEY_COLUMNS)
+#define RECORD_WORDS (1 + GS_ROWS_MAX_KEYS)
 
 StaticAssertDecl(RECORD_WORDS <= GS_FINGERPRINT_MAX_WORDS, "a record's words fit a record point");
 
@@ -1323,7 +1332,7 @@ typedef struct RowsCheck
 	uint64		records;
 	/* the record being read: its header as far as it came, then the bytes
 	 * of it still to skip */
-	char		header[8 * (1 + GS_MAX_KEY_COLUMNS) + 8];	/* >= gs_row_header_bytes() */
+	char		header[8 * (1 + GS_ROWS_MAX_KEYS) + 8];	/* >= gs_row_header_bytes() */
 	uint64		header_have;
 	uint64		skip;
 	uint64		previous[RECORD_WORDS];
@@ -1344,8 +1353,8 @@ record_words(const char *header, int nkeys, uint64 *words, uint64 *record_bytes)
 	words[0] = length;
 	for (int k = 0; k < nkeys; k++)
 	{
-		memcpy(&words[1 + k], header + sizeof(uint32) + k * sizeof(uint64), sizeof(uint64));
-		if (header[sizeof(uint32) + nkeys * sizeof(uint64) + k] != 0)
+		memcpy(&words[1 + k], header + gs_row_key_offset(k), sizeof(uint64));
+		if (header[gs_row_null_offset(nkeys, k)] != 0)
 		{
 			words[0] |= (uint64) 1 << (32 + k);
 			words[1 + k] = 0;

@@ -62,6 +62,9 @@
 #include "protocol.h"
 #include "../engine/gpusort_engine.h"
 
+_Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
+			   "a rows job has as many key columns as the engine sorts by");
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -830,7 +833,7 @@ valid_job(const gs_message *job)
 		return job->key_bytes == 8 && !job->with_index;
 	if (job->kind == GS_JOB_ROWS)
 		return job->capacity_bytes > 0 && job->capacity_bytes <= service.budget_bytes &&
-			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_MAX_KEY_COLUMNS;
+			job->n <= INT32_MAX && job->nkeys >= 1 && job->nkeys <= GS_ROWS_MAX_KEYS;
 	if (job->kind != GS_JOB_SORT && job->kind != GS_JOB_APPROX)
 		return false;
 	if ((job->key_bytes != 4 && job->key_bytes != 8) || job->key_bits > job->key_bytes * 8)
@@ -952,9 +955,9 @@ typedef struct RowsJob
 	uint64_t	n;				/* records held */
 	uint64_t	allocated;		/* records the arrays below have room for */
 	uint32_t   *lengths;		/* each record's bytes, one after another */
-	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
-	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
-	gs_key_column columns[GS_MAX_KEY_COLUMNS];
+	uint64_t   *column_keys[GS_ROWS_MAX_KEYS];
+	bool	   *column_nulls[GS_ROWS_MAX_KEYS];
+	gs_key_column columns[GS_ROWS_MAX_KEYS];
 	bool		sorted;
 	/* ROWS_IN_FILE_BY_ORDER: the i-th record in order is record order[i],
 	 * at source[order[i]] in the file, and starts at byte starts[i] of
@@ -978,7 +981,7 @@ rows_job_free_keys(RowsJob *rows)
 {
 	free(rows->lengths);
 	rows->lengths = NULL;
-	for (int k = 0; k < GS_MAX_KEY_COLUMNS; k++)
+	for (int k = 0; k < GS_ROWS_MAX_KEYS; k++)
 	{
 		free(rows->column_keys[k]);
 		rows->column_keys[k] = NULL;
@@ -1224,9 +1227,9 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 		for (uint32_t k = 0; k < nkeys; k++)
 		{
 			uint64_t	key;
-			bool		is_null = record[sizeof(uint32_t) + nkeys * sizeof(uint64_t) + k] != 0;
+			bool		is_null = record[gs_row_null_offset(nkeys, k)] != 0;
 
-			memcpy(&key, record + sizeof(uint32_t) + k * sizeof(uint64_t), sizeof(key));
+			memcpy(&key, record + gs_row_key_offset(k), sizeof(key));
 			rows->column_keys[k][row] = is_null ? 0 : key;
 			rows->column_nulls[k][row] = is_null;
 			gs_key_column_observe(&rows->columns[k], is_null, key);

@@ -300,12 +300,34 @@ gs_job_area_bytes(uint64_t n, uint32_t key_bytes, int with_index)
  * header (PostgreSQL's MinimalTupleData up to its data). */
 #define GS_MIN_TUPLE_BYTES 16
 
+/* A rows job's key columns, at most (the engine's GS_MAX_KEY_COLUMNS). */
+#define GS_ROWS_MAX_KEYS 8
+
+/*
+ * A rows job's record, as the backend lays it out and the service parses
+ * it: the tuple's length (uint32), key k's encoded value (uint64) at
+ * gs_row_key_offset(k), key k's NULL flag (one byte, 1 for NULL) at
+ * gs_row_null_offset(nkeys, k), padding to 8 bytes, the tuple, padding,
+ * and the tuple's length again as the record's last four bytes.
+ */
+static inline uint64_t
+gs_row_key_offset(uint32_t k)
+{
+	return sizeof(uint32_t) + (uint64_t) k * sizeof(uint64_t);
+}
+
+static inline uint64_t
+gs_row_null_offset(uint32_t nkeys, uint32_t k)
+{
+	return sizeof(uint32_t) + (uint64_t) nkeys * sizeof(uint64_t) + k;
+}
+
 /* Bytes of a rows job's record before its tuple: the tuple's length, the
  * keys and NULL flags, padded (see GS_JOB_ROWS above). */
 static inline uint64_t
 gs_row_header_bytes(uint32_t nkeys)
 {
-	return gs_align8(sizeof(uint32_t) + (uint64_t) nkeys * (sizeof(uint64_t) + 1));
+	return gs_align8(gs_row_null_offset(nkeys, nkeys));
 }
 
 /* Bytes of a rows job's record with `nkeys` keys around a tuple of

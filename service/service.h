@@ -120,6 +120,9 @@ extern PGDLLEXPORT void gpusort_service_main(Datum arg);
 extern int	gpusort_queue_timeout_ms;
 extern int	gpusort_session_gpu_memory_limit_mb;
 extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
+/* Whether a sort the GPU could not take is an error (gpusort.device =
+ * gpu, as its assign hook says) rather than a fallback to count. */
+extern void gpu_service_set_gpu_required(bool required);
 
 /*
  * A spilled sort's rows in a GPU's memory (a rows job, protocol.h): the

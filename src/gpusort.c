@@ -54,6 +54,14 @@ static const struct config_enum_entry algorithm_options[] = {
 
 void		_PG_init(void);
 
+/* The GPU service's client counts a sort the GPU could not take as an
+ * error under gpu, as a fallback otherwise. */
+static void
+assign_device(int newval, void *extra)
+{
+	gpu_service_set_gpu_required(newval == GS_DEVICE_GPU);
+}
+
 void
 _PG_init(void)
 {
@@ -70,7 +78,7 @@ _PG_init(void)
 							 "to the CPU with a WARNING if the GPU fails; gpu raises an "
 							 "error instead; cpu never touches the GPU.",
 							 &gpusort_device, GS_DEVICE_AUTO, device_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+							 PGC_USERSET, 0, NULL, assign_device, NULL);
 
 	DefineCustomEnumVariable("gpusort.algorithm",
 							 "Sorting algorithm of GpuSort: auto, bitonic, butterfly or radix.",
