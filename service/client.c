@@ -52,6 +52,7 @@
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
+#include "gpu_api.h"
 #include "service.h"
 #include "verify.h"
 
@@ -265,9 +266,68 @@ choose_gpu(bool take_turn)
 	return best;
 }
 
+/* ---- the wire's types to the kernels' API, which this file offers ---- */
+
+static gpu_status
+status_of_wire(int32 status)
+{
+	switch (status)
+	{
+		case GS_STATUS_OK:
+			return GPU_OK;
+		case GS_STATUS_UNAVAILABLE:
+			return GPU_UNAVAILABLE;
+		case GS_STATUS_OUT_OF_MEMORY:
+			return GPU_OUT_OF_MEMORY;
+		case GS_STATUS_INTERRUPTED:
+			return GPU_INTERRUPTED;
+		case GS_STATUS_INVALID:
+			return GPU_INVALID;
+		default:
+			return GPU_FAILED;
+	}
+}
+
+static uint32
+wire_algorithm(gpu_algorithm algorithm)
+{
+	return algorithm == GPU_ALGO_BITONIC ? GS_WIRE_BITONIC :
+		algorithm == GPU_ALGO_BUTTERFLY ? GS_WIRE_BUTTERFLY : GS_WIRE_RADIX;
+}
+
+/* A job's times as the service measured them; queue_ms and device_index
+ * are the client's to fill. */
+static void
+set_timing(gpu_timing *into, const gs_wire_timing *timing)
+{
+	memset(into, 0, sizeof(*into));
+	into->upload_ms = timing->upload_ms;
+	into->sort_ms = timing->sort_ms;
+	into->download_ms = timing->download_ms;
+	into->device_bytes = (size_t) timing->device_bytes;
+}
+
+static void
+set_device_info(gpu_device_info *into, const gs_wire_device *device)
+{
+	memset(into, 0, sizeof(*into));
+	into->built_with_cuda = device->built_with_cuda;
+	into->usable = device->usable;
+	strlcpy(into->reason, device->reason, sizeof(into->reason));
+	strlcpy(into->name, device->name, sizeof(into->name));
+	into->compute_major = device->compute_major;
+	into->compute_minor = device->compute_minor;
+	into->multiprocessors = device->multiprocessors;
+	into->total_memory = (size_t) device->total_memory;
+	into->free_memory = (size_t) device->free_memory;
+	into->driver_version = device->driver_version;
+	into->runtime_version = device->runtime_version;
+}
+
 gpu_status
 gpu_device_probe(gpu_device_info *info)
 {
+	gs_wire_device device;
 	int			gpu;
 
 	memset(info, 0, sizeof(*info));
@@ -279,8 +339,9 @@ gpu_device_probe(gpu_device_info *info)
 		return GPU_OK;
 	}
 	SpinLockAcquire(&gpu_service->mutex);
-	*info = gpu_service->gpus[gpu].device;
+	device = gpu_service->gpus[gpu].device;
 	SpinLockRelease(&gpu_service->mutex);
+	set_device_info(info, &device);
 	info->built_with_cuda = GPUSORT_WITH_CUDA;
 	return GPU_OK;
 }
@@ -1099,16 +1160,15 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	if (done->type != GS_MSG_DONE)
 		goto lost;
 	done->queue_ms = admitted.queue_ms;
-	if (done->status != GPU_OK)
+	if (done->status != GS_STATUS_OK)
 	{
 		set_error("%s", done->message);
 		disconnect(&peer);
-		if (done->status == GPU_OUT_OF_MEMORY)
+		if (done->status == GS_STATUS_OUT_OF_MEMORY)
 			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
-		else if (done->status != GPU_INTERRUPTED)
+		else if (done->status != GS_STATUS_INTERRUPTED)
 			gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
-		return done->status >= GPU_OK && done->status <= GPU_BUSY ?
-			(gpu_status) done->status : GPU_FAILED;
+		return status_of_wire(done->status);
 	}
 	status = job->submit.kind == GS_JOB_MINMAX ? take_minmax(&peer, job, done) :
 		take_results(&peer, job, &admitted, done);
@@ -1170,7 +1230,7 @@ run_job(ClientJob *job, gs_message *done, gpu_timing *timing)
 	if (timing != NULL)
 	{
 		if (status == GPU_OK)
-			*timing = done->timing;
+			set_timing(timing, &done->timing);
 		timing->queue_ms = (float) done->queue_ms;
 		timing->device_index = gpu;
 	}
@@ -1243,7 +1303,7 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 	submit_init(&job, GS_JOB_SORT, request->n, request->key_bytes, request->keys,
 				request->row_index, request->memory_limit, request->poll, request->poll_arg);
 	job.submit.key_bits = request->key_bits;
-	job.submit.algorithm = request->algorithm;
+	job.submit.algorithm = wire_algorithm(request->algorithm);
 	status = run_job(&job, &done, timing);
 	request->host_data_touched = job.copied_back && status != GPU_OK;
 	return status;
@@ -2229,7 +2289,7 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 	}
 	if (timing != NULL)
 	{
-		*timing = message.timing;
+		set_timing(timing, &message.timing);
 		timing->device_index = rows->gpu;
 	}
 	count_job(rows->gpu, &message, rows->records, rows->bytes * 2);

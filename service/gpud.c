@@ -61,6 +61,7 @@
 #define _GNU_SOURCE
 #include "protocol.h"
 #include "../engine/gpusort_engine.h"
+#include "../kernels/gpu_api.h"
 
 _Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
 			   "a rows job has as many key columns as the engine sorts by");
@@ -110,7 +111,7 @@ static struct
 	uint64_t	staging_bytes;
 	uint64_t	budget_bytes;
 	uint64_t	generation;
-	gpu_device_info device;
+	gs_wire_device device;
 	bool		emulated;
 	unsigned	emulate_delay_ms;
 	unsigned	emulate_fail_n;
@@ -566,11 +567,66 @@ client_cancelled(void *arg)
 	return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* ---- the wire's types from and to the kernels' and the engine's ---- */
+
 static gs_algorithm
 engine_algorithm(uint32_t algorithm)
 {
-	return algorithm == GPU_ALGO_BITONIC ? GS_ALGO_BITONIC :
-		algorithm == GPU_ALGO_BUTTERFLY ? GS_ALGO_BUTTERFLY : GS_ALGO_RADIX;
+	return algorithm == GS_WIRE_BITONIC ? GS_ALGO_BITONIC :
+		algorithm == GS_WIRE_BUTTERFLY ? GS_ALGO_BUTTERFLY : GS_ALGO_RADIX;
+}
+
+static gpu_algorithm
+kernel_algorithm(uint32_t algorithm)
+{
+	return algorithm == GS_WIRE_BITONIC ? GPU_ALGO_BITONIC :
+		algorithm == GS_WIRE_BUTTERFLY ? GPU_ALGO_BUTTERFLY : GPU_ALGO_RADIX;
+}
+
+static int32_t
+wire_status(gpu_status status)
+{
+	switch (status)
+	{
+		case GPU_OK:
+			return GS_STATUS_OK;
+		case GPU_UNAVAILABLE:
+			return GS_STATUS_UNAVAILABLE;
+		case GPU_OUT_OF_MEMORY:
+			return GS_STATUS_OUT_OF_MEMORY;
+		case GPU_INTERRUPTED:
+			return GS_STATUS_INTERRUPTED;
+		case GPU_INVALID:
+			return GS_STATUS_INVALID;
+		default:
+			return GS_STATUS_FAILED;
+	}
+}
+
+static void
+set_wire_timing(gs_wire_timing *into, const gpu_timing *timing)
+{
+	into->upload_ms = timing->upload_ms;
+	into->sort_ms = timing->sort_ms;
+	into->download_ms = timing->download_ms;
+	into->device_bytes = timing->device_bytes;
+}
+
+static void
+set_wire_device(gs_wire_device *into, const gpu_device_info *info)
+{
+	memset(into, 0, sizeof(*into));
+	into->built_with_cuda = info->built_with_cuda;
+	into->usable = info->usable;
+	snprintf(into->reason, sizeof(into->reason), "%s", info->reason);
+	snprintf(into->name, sizeof(into->name), "%s", info->name);
+	into->compute_major = info->compute_major;
+	into->compute_minor = info->compute_minor;
+	into->multiprocessors = info->multiprocessors;
+	into->total_memory = info->total_memory;
+	into->free_memory = info->free_memory;
+	into->driver_version = info->driver_version;
+	into->runtime_version = info->runtime_version;
 }
 
 static gpu_status
@@ -659,19 +715,18 @@ run_emulated(gs_message *job, char *area, int *client_fd, gs_message *done)
 	return gpu_status_of(status);
 }
 
-/* Runs the job on the data in `area`, filling `done`. */
+/* Runs the job on the data in `area` with the kernels, filling `done`
+ * but its timing. */
 static gpu_status
-run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
+run_on_gpu(gs_message *job, char *area, int *client_fd, gs_message *done, gpu_timing *timing)
 {
 	uint32_t   *row_index = job->with_index ?
 		(uint32_t *) (area + gs_job_index_offset(job->n, job->key_bytes)) : NULL;
 	gpu_status	status;
 
-	if (service.emulated)
-		return run_emulated(job, area, client_fd, done);
 	if (job->kind == GS_JOB_MINMAX)
 		return gpu_minmax((const uint64_t *) area, job->n, &done->min_key, &done->max_key,
-						  &done->timing);
+						  timing);
 	if (job->kind == GS_JOB_APPROX)
 	{
 		gpu_approx_job approx;
@@ -686,7 +741,7 @@ run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
 		approx.memory_limit = job->memory_limit;
 		approx.poll = client_cancelled;
 		approx.poll_arg = client_fd;
-		status = gpu_approx_sort(&approx, &done->timing);
+		status = gpu_approx_sort(&approx, timing);
 		done->valid_outputs = approx.valid_outputs;
 		done->min_key = approx.min_key;
 		done->max_key = approx.max_key;
@@ -701,11 +756,26 @@ run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
 	sort.key_bits = job->key_bits;
 	sort.keys = area;
 	sort.row_index = row_index;
-	sort.algorithm = (gpu_algorithm) job->algorithm;
+	sort.algorithm = kernel_algorithm(job->algorithm);
 	sort.memory_limit = job->memory_limit;
 	sort.poll = client_cancelled;
 	sort.poll_arg = client_fd;
-	return gpu_sort(&sort, &done->timing);
+	return gpu_sort(&sort, timing);
+}
+
+/* Runs the job on the data in `area`, filling `done`. */
+static gpu_status
+run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
+{
+	gpu_timing	timing;
+	gpu_status	status;
+
+	if (service.emulated)
+		return run_emulated(job, area, client_fd, done);
+	memset(&timing, 0, sizeof(timing));
+	status = run_on_gpu(job, area, client_fd, done, &timing);
+	set_wire_timing(&done->timing, &timing);
+	return status;
 }
 
 /* ------------------------------------------------------------------------
@@ -840,7 +910,7 @@ valid_job(const gs_message *job)
 		return false;
 	if (job->kind == GS_JOB_APPROX)
 		return job->intervals >= 1;
-	return job->algorithm <= GPU_ALGO_RADIX;
+	return job->algorithm <= GS_WIRE_RADIX;
 }
 
 static void
@@ -1618,7 +1688,7 @@ static void
 rows_job_failed(int fd, gpu_status status, gs_message *reply)
 {
 	reply->type = GS_MSG_DONE;
-	reply->status = status;
+	reply->status = wire_status(status);
 	if (reply->message[0] == '\0')
 		snprintf(reply->message, sizeof(reply->message), "%s",
 				 service.emulated ? "the emulated GPU failed" : gpu_last_error());
@@ -1944,7 +2014,7 @@ serve_connection(void *arg)
 	memset(&done, 0, sizeof(done));
 	done.type = GS_MSG_DONE;
 	status = run_job(&job, chunked ? buffer : service.staging + slot_offset, &fd, &done);
-	done.status = status;
+	done.status = wire_status(status);
 	done.queue_ms = queue_ms;
 	if (status != GPU_OK && done.message[0] == '\0')
 		snprintf(done.message, sizeof(done.message), "%s",
@@ -2009,7 +2079,7 @@ probe_device(void)
 
 	if (emulate_mb > 0)
 	{
-		gpu_device_info *d = &service.device;
+		gs_wire_device *d = &service.device;
 
 		service.emulated = true;
 		service.emulate_delay_ms = env_number("GPUSORT_SERVICE_EMULATE_DELAY_MS");
@@ -2023,7 +2093,12 @@ probe_device(void)
 		d->compute_major = 9;
 		return;
 	}
-	gpu_device_probe(&service.device);
+	{
+		gpu_device_info info;
+
+		gpu_device_probe(&info);
+		set_wire_device(&service.device, &info);
+	}
 }
 
 static void

@@ -97,11 +97,10 @@
 #ifndef GPUSORT_SERVICE_PROTOCOL_H
 #define GPUSORT_SERVICE_PROTOCOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-#include "../kernels/gpu_api.h"
 
 /* The module's build: a backend and a gpusort-gpud of different builds (a
  * package upgraded under a running server) refuse each other. The Makefile
@@ -116,7 +115,7 @@
 
 /* Bumped whenever a message, a record or the status page changes; both
  * sides refuse another version. */
-#define GS_SERVICE_PROTOCOL 7
+#define GS_SERVICE_PROTOCOL 8
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -167,6 +166,52 @@ typedef enum gs_refusal
 	GS_REFUSED_OUT_OF_MEMORY	/* host memory for a chunked job's buffer */
 } gs_refusal;
 
+/*
+ * The wire's own types: what a gpud says of its GPU, how long a job took,
+ * which algorithm a sort asks for and how a job ended. The kernels' API
+ * (kernels/gpu_api.h) has types like them; each side translates, so that
+ * a change to the kernels' headers cannot change the wire unseen.
+ */
+typedef struct gs_wire_device
+{
+	bool		built_with_cuda;
+	bool		usable;
+	char		reason[256];	/* why not usable */
+	char		name[256];
+	int32_t		compute_major;
+	int32_t		compute_minor;
+	int32_t		multiprocessors;
+	uint64_t	total_memory;
+	uint64_t	free_memory;
+	int32_t		driver_version;
+	int32_t		runtime_version;
+} gs_wire_device;
+
+typedef struct gs_wire_timing
+{
+	float		upload_ms;
+	float		sort_ms;
+	float		download_ms;
+	uint64_t	device_bytes;	/* device memory the job held */
+} gs_wire_timing;
+
+typedef enum gs_wire_algorithm
+{
+	GS_WIRE_BITONIC = 0,
+	GS_WIRE_BUTTERFLY,
+	GS_WIRE_RADIX
+} gs_wire_algorithm;
+
+typedef enum gs_wire_status
+{
+	GS_STATUS_OK = 0,
+	GS_STATUS_UNAVAILABLE,		/* no usable GPU */
+	GS_STATUS_OUT_OF_MEMORY,	/* GPU or host memory, or over a cap */
+	GS_STATUS_FAILED,			/* any other failure of the GPU */
+	GS_STATUS_INTERRUPTED,		/* the client asked to stop */
+	GS_STATUS_INVALID			/* a request the service refuses */
+} gs_wire_status;
+
 typedef struct gs_message
 {
 	uint32_t	magic;
@@ -177,7 +222,7 @@ typedef struct gs_message
 	char		build[64];
 
 	/* WELCOME */
-	gpu_device_info device;		/* usable, or why not */
+	gs_wire_device device;		/* usable, or why not */
 	uint64_t	staging_bytes;
 	uint64_t	budget_bytes;	/* GPU memory all admitted jobs may hold */
 	uint64_t	generation;		/* this process's start: pid << 32 | start */
@@ -188,7 +233,7 @@ typedef struct gs_message
 	uint64_t	n;
 	uint32_t	key_bytes;
 	uint32_t	key_bits;
-	uint32_t	algorithm;		/* gpu_algorithm */
+	uint32_t	algorithm;		/* gs_wire_algorithm */
 	uint32_t	with_index;
 	uint32_t	intervals;
 	uint64_t	limit;
@@ -226,12 +271,12 @@ typedef struct gs_message
 								 * its GPU memory given back */
 
 	/* DONE */
-	int32_t		status;			/* gpu_status */
+	int32_t		status;			/* gs_wire_status */
 	uint32_t	host_data_touched;
 	uint64_t	valid_outputs;
 	uint64_t	min_key;
 	uint64_t	max_key;
-	gpu_timing	timing;
+	gs_wire_timing timing;
 
 	/* ADMITTED, REFUSED, DONE */
 	double		queue_ms;
@@ -268,7 +313,7 @@ typedef struct gs_status_page
 	uint32_t	protocol;
 	uint32_t	state;			/* gs_gpud_state */
 	uint64_t	heartbeat;		/* a counter, stored atomically */
-	gpu_device_info device;
+	gs_wire_device device;
 	uint64_t	staging_bytes;
 	uint64_t	budget_bytes;
 	uint64_t	generation;
@@ -387,7 +432,7 @@ gs_job_gpu_bytes(const gs_message *job)
 		case GS_JOB_APPROX:
 			return 3 * n * kb + index + (uint64_t) job->intervals * 16 + GS_JOB_OVERHEAD_BYTES;
 		default:
-			if (job->algorithm == GPU_ALGO_RADIX)
+			if (job->algorithm == GS_WIRE_RADIX)
 				return 2 * n * kb + index + n * kb / 2 + GS_JOB_OVERHEAD_BYTES;
 			if (!job->with_index)
 				return gs_next_power_of_two(n) * kb + GS_JOB_OVERHEAD_BYTES;

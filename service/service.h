@@ -25,6 +25,7 @@
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
+#include "gpu_api.h"				/* the API the client offers the engine */
 #include "protocol.h"
 
 typedef enum GpuServiceState
@@ -73,7 +74,7 @@ typedef struct GpuServiceGpu
 	int			restarts;
 	int			device_faults;
 	int			hangs;			/* times it stopped answering and was killed */
-	gpu_device_info device;
+	gs_wire_device device;		/* as its status page says */
 	uint64		staging_bytes;
 	uint64		budget_bytes;
 	bool		emulated;

@@ -1,7 +1,9 @@
 /*
- * gpusort.h — what the PostgreSQL glue files (src/) share. Only files under
- * src/ include postgres.h; they reach the sort engine through
- * engine/gpusort_engine.h and never touch CUDA directly.
+ * gpusort.h — what the PostgreSQL glue files (src/) share. They reach the
+ * sort engine through engine/gpusort_engine.h and the GPU service through
+ * service/service.h, and never touch CUDA: only gpusort-gpud does. (The
+ * service's client and worker include postgres.h too; the engine, the
+ * kernels and gpud do not.)
  *
  * Prototypes are grouped by the file that defines them.
  */

@@ -260,8 +260,8 @@ gpu_expected(void)
 
 	if (gpusort_device == GS_DEVICE_CPU)
 		return false;
-	/* initialises CUDA in this backend once; only reached for large sorts
-	 * (or gpusort.min_rows = 0) */
+	/* asks the GPU service's shared state (service/client.c) whether a GPU
+	 * is ready; backends never start CUDA themselves */
 	gs_gpu_info_get(&gpu);
 	return gpu.usable;
 }
