@@ -179,38 +179,6 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	state->timed = (estate->es_instrument & INSTRUMENT_TIMER) != 0;
 }
 
-/*
- * LIMIT count + OFFSET, evaluated as the Limit node above evaluates them
- * when it starts (the same Params, in the same execution); 0, no bound,
- * when the count is NULL, anything is negative (the Limit raises that
- * error itself) or the sum is beyond what one sort can hold.
- */
-int64
-gpusort_evaluate_bound(GpuSortState *state)
-{
-	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	Datum		value;
-	bool		isnull;
-	int64		count;
-	int64		offset = 0;
-
-	if (state->limit_count == NULL)
-		return 0;
-	value = ExecEvalExprSwitchContext(state->limit_count, econtext, &isnull);
-	if (isnull)
-		return 0;
-	count = DatumGetInt64(value);
-	if (state->limit_offset != NULL)
-	{
-		value = ExecEvalExprSwitchContext(state->limit_offset, econtext, &isnull);
-		if (!isnull)
-			offset = DatumGetInt64(value);
-	}
-	if (count <= 0 || offset < 0 || count > PG_INT32_MAX || offset > PG_INT32_MAX - count)
-		return 0;
-	return count + offset;
-}
-
 /* What the row store is to do, from the plan and the node's start. */
 static void
 make_spec(GpuSortState *state, RowStoreSpec *spec)

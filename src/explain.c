@@ -14,7 +14,6 @@
  * parallel workers adds a line per worker (worker_reports.c).
  */
 #include "gpusort.h"
-#include "service.h"
 
 #include "commands/explain.h"
 #include "nodes/plannodes.h"
@@ -51,35 +50,6 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 		keys = lappend(keys, key.data);
 	}
 	ExplainPropertyList("Sort Key", keys, es);
-}
-
-char *
-gpusort_device_description(const RowStoreStats *stats)
-{
-	const gs_sort_report *report = &stats->report;
-
-	if (stats->gpu_sorts > 0)
-	{
-		char		name[256] = "";
-
-		if (gpu_service != NULL && stats->gpu_index >= 0 &&
-			stats->gpu_index < GS_SERVICE_MAX_GPUS)
-		{
-			SpinLockAcquire(&gpu_service->mutex);
-			strlcpy(name, gpu_service->gpus[stats->gpu_index].device.name, sizeof(name));
-			SpinLockRelease(&gpu_service->mutex);
-		}
-		/* a sort of many runs: those too small for the GPU ran on the CPU */
-		if (stats->gpu_sorts < stats->sorts)
-			return psprintf("GPU %d (%s) for %d of %d sorts, the rest on the CPU",
-							stats->gpu_index, name, stats->gpu_sorts, stats->sorts);
-		return psprintf("GPU %d (%s)", stats->gpu_index, name);
-	}
-	if (report->fell_back)
-		return psprintf("CPU (the GPU failed: %s)", report->gpu_message);
-	if (report->gpu_message[0] != '\0')
-		return psprintf("CPU (%s)", report->gpu_message);
-	return pstrdup("CPU");
 }
 
 /* Rows held in a GPU's memory (a rows job), if any, and their size. */

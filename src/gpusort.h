@@ -17,7 +17,8 @@
 #include "nodes/extensible.h"
 #include "nodes/pg_list.h"
 
-/* ---- gpusort.c: settings (GUCs under the reserved prefix "gpusort.") ---- */
+/* ---- settings.c: settings (GUCs under the reserved prefix "gpusort.") ---- */
+extern void gpusort_define_settings(void);
 extern bool gpusort_enabled;
 extern int	gpusort_device;			/* a gs_device */
 extern int	gpusort_algorithm;		/* a gs_algorithm (no approx) */
@@ -111,9 +112,11 @@ gpusort_row_overhead(int nkeys)
 		sizeof(uint64_t) + sizeof(uint32_t) + sizeof(void *);
 }
 
+/* plan_info.c */
 extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);
 extern void gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info);
 
+/* executor.c */
 extern CustomScanMethods gpusort_scan_methods;
 
 /* ---- explain.c ---- */

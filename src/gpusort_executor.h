@@ -74,13 +74,12 @@ extern bool table_pages_usable(PlanState *child);
 extern int64 table_pages_gather(PlanState *child, RowStore *store,
 								const RowStoreSpec *spec);
 
-/* executor.c: LIMIT + OFFSET evaluated now, 0 for no bound */
+/* plan_info.c: LIMIT + OFFSET evaluated now, 0 for no bound */
 extern int64 gpusort_evaluate_bound(GpuSortState *state);
 
-/* explain.c: where a store's sorts ran, in words */
+/* worker_reports.c: each parallel worker's sort, for EXPLAIN ANALYZE, and
+ * where a store's sorts ran, in words */
 extern char *gpusort_device_description(const RowStoreStats *stats);
-
-/* worker_reports.c: each parallel worker's sort, for EXPLAIN ANALYZE */
 extern Size worker_reports_size(int nworkers);
 extern void worker_reports_init(GpuSortState *state, WorkerReports *shared,
 								ParallelContext *pcxt);

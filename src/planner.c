@@ -99,54 +99,6 @@ static const CustomPathMethods gpusort_path_methods = {
 	.PlanCustomPath = plan_gpusort_path,
 };
 
-/* ---- plan info <-> List of Integers (custom_private must be copyable) ---- */
-
-List *
-gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
-{
-	List	   *list = NIL;
-
-	list = lappend(list, makeInteger((int) info->role));
-	list = lappend(list, makeInteger(info->nkeys));
-	for (int k = 0; k < info->nkeys; k++)
-	{
-		list = lappend(list, makeInteger(info->key_attno[k]));
-		list = lappend(list, makeInteger((int) info->key_type[k]));
-		list = lappend(list, makeInteger((int) info->sort_operator[k]));
-		list = lappend(list, makeInteger((int) info->collation[k]));
-		list = lappend(list, makeInteger(info->descending[k]));
-		list = lappend(list, makeInteger(info->nulls_first[k]));
-	}
-	list = lappend(list, makeInteger(info->algorithm));
-	list = lappend(list, makeInteger(info->approx_eligible));
-	list = lappend(list, makeInteger(info->bounded));
-	return list;
-}
-
-void
-gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
-{
-	int			i = 0;
-
-#define NEXT_INT() intVal(list_nth(list, i++))
-	memset(info, 0, sizeof(*info));
-	info->role = (GpuSortRole) NEXT_INT();
-	info->nkeys = NEXT_INT();
-	for (int k = 0; k < info->nkeys; k++)
-	{
-		info->key_attno[k] = (AttrNumber) NEXT_INT();
-		info->key_type[k] = (Oid) NEXT_INT();
-		info->sort_operator[k] = (Oid) NEXT_INT();
-		info->collation[k] = (Oid) NEXT_INT();
-		info->descending[k] = NEXT_INT() != 0;
-		info->nulls_first[k] = NEXT_INT() != 0;
-	}
-	info->algorithm = NEXT_INT();
-	info->approx_eligible = NEXT_INT() != 0;
-	info->bounded = NEXT_INT() != 0;
-#undef NEXT_INT
-}
-
 /*
  * The expression a pathkey sorts by, as it appears in the input's target,
  * or NULL if it does not appear there. child_relids: the input is one

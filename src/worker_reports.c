@@ -19,12 +19,44 @@
  * its workers' last).
  */
 #include "gpusort.h"
+#include "service.h"
 
 #include "access/parallel.h"
 #include "commands/explain.h"
 #include "storage/dsm.h"
 
 #include "gpusort_executor.h"
+
+/* Where a store's sorts ran, in words: a worker's report, and EXPLAIN's
+ * line for the leader. */
+char *
+gpusort_device_description(const RowStoreStats *stats)
+{
+	const gs_sort_report *report = &stats->report;
+
+	if (stats->gpu_sorts > 0)
+	{
+		char		name[256] = "";
+
+		if (gpu_service != NULL && stats->gpu_index >= 0 &&
+			stats->gpu_index < GS_SERVICE_MAX_GPUS)
+		{
+			SpinLockAcquire(&gpu_service->mutex);
+			strlcpy(name, gpu_service->gpus[stats->gpu_index].device.name, sizeof(name));
+			SpinLockRelease(&gpu_service->mutex);
+		}
+		/* a sort of many runs: those too small for the GPU ran on the CPU */
+		if (stats->gpu_sorts < stats->sorts)
+			return psprintf("GPU %d (%s) for %d of %d sorts, the rest on the CPU",
+							stats->gpu_index, name, stats->gpu_sorts, stats->sorts);
+		return psprintf("GPU %d (%s)", stats->gpu_index, name);
+	}
+	if (report->fell_back)
+		return psprintf("CPU (the GPU failed: %s)", report->gpu_message);
+	if (report->gpu_message[0] != '\0')
+		return psprintf("CPU (%s)", report->gpu_message);
+	return pstrdup("CPU");
+}
 
 /* One worker's sort. */
 typedef struct WorkerReport
