@@ -17,7 +17,8 @@
 # 4. the README's settings table against the server's settings and its SQL
 #    examples against their stated results (test/check_readme.py), PGXN's
 #    META.json (test/check_meta.py), sorts fetched a few rows at a time
-#    through the extended protocol (test/check_fetch_size.py), and, where
+#    through the extended protocol (test/check_fetch_size.py), that the
+#    layers depend one way (test/check_layers.py), and, where
 #    gpusort was installed from its Debian package (test/setup.sh), that
 #    the server loads it from there
 #    (test/check_package.sh);
@@ -152,8 +153,9 @@ if [ -x test/fuzz/run_fuzz.sh ] && [ "${GPUSORT_FUZZ_SECONDS:-90}" != 0 ]; then
 fi
 
 # ---- 4. README, PGXN metadata, the installed package ----
-echo "== README settings and examples, META.json, fetching in batches, package"
-for check in "test/check_readme.py all" "test/check_meta.py" "test/check_fetch_size.py"; do
+echo "== README settings and examples, META.json, fetching in batches, layers, package"
+for check in "test/check_readme.py all" "test/check_meta.py" "test/check_fetch_size.py" \
+    "test/check_layers.py"; do
   python3 $check > "$workdir/check.log" 2>&1
   grep -E "^(FAILED|not ok)|^[0-9]+ passed" "$workdir/check.log"
   count_from "$workdir/check.log" "$check"
