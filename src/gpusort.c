@@ -37,6 +37,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("gpusort");
 
 	gpusort_executor_init();
+	gpusort_client_statement_init();
 	gpusort_planner_init();
 	gpusort_explain_options_init();
 }

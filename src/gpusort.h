@@ -54,6 +54,10 @@ extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *e
 /* ---- planner.c ---- */
 extern void gpusort_planner_init(void);
 
+/* ---- client_statement.c: whether a query is the client's own statement ---- */
+extern void gpusort_client_statement_init(void);
+extern bool gpusort_in_client_statement(void);
+
 /* ---- executor.c ---- */
 extern void gpusort_executor_init(void);
 extern Node *gpusort_create_scan_state(CustomScan *cscan);
