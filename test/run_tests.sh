@@ -86,7 +86,9 @@ count_from() {
   fi
 }
 
-workdir=$(mktemp -d /tmp/gpusort-test.XXXXXX)
+# shellcheck source=test/lib/server.sh
+. "$root/test/lib/server.sh"
+server_workdir test
 
 # ---- 1. unit tests ----
 echo "== engine unit tests"
@@ -97,33 +99,14 @@ count_from "$workdir/unit.log" "unit tests"
 # ---- 2. pg_regress against a throwaway server ----
 echo "== pg_regress and isolation tests (server with default settings)"
 port=${GPUSORT_TEST_PORT:-54329}
-run_as=""
-dbuser=$(id -un)
-if [ "$(id -u)" -eq 0 ]; then
-  # the server refuses to run as root
-  dbuser=${GPUSORT_TEST_USER:-postgres}
-  run_as="runuser -u $dbuser --"
-  chown "$dbuser" "$workdir"
-fi
-cleanup() {
-  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m immediate stop >/dev/null 2>&1
-  rm -rf "$workdir"
-}
-trap cleanup EXIT
+trap 'server_cleanup "$workdir/data"' EXIT
 
-$run_as "$bindir/initdb" -D "$workdir/data" -A trust -U "$dbuser" >"$workdir/initdb.log" 2>&1 \
-  || { cat "$workdir/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
 # Only what a test server needs: its socket, and gpusort loaded by the
 # postmaster as in production (it must not touch CUDA there). Everything
 # else keeps PostgreSQL's defaults.
-cat >> "$workdir/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$workdir'
-port = $port
-shared_preload_libraries = 'gpusort'
-CONF
-$run_as "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" -w \
-  -o "${GPUSORT_TEST_OPTIONS:-}" start >/dev/null \
+server_init "$workdir/data" "$port" gpusort ||
+  { echo "$passed passed, $((failed + 1)) failed"; exit 1; }
+server_pg_ctl "$workdir/data" "$workdir/server.log" -w -o "${GPUSORT_TEST_OPTIONS:-}" start >/dev/null \
   || { cat "$workdir/server.log"; echo "$passed passed, $((failed + 1)) failed"; exit 1; }
 
 export PGHOST="$workdir" PGPORT="$port" PGUSER="$dbuser"
@@ -160,12 +143,16 @@ for check in "test/check_readme.py all" "test/check_meta.py" "test/check_fetch_s
   grep -E "^(FAILED|not ok)|^[0-9]+ passed" "$workdir/check.log"
   count_from "$workdir/check.log" "$check"
 done
-if dpkg -s "postgresql-$($pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')-gpusort" >/dev/null 2>&1; then
+major=$($pg_config --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+# the package's files are checked where the server is the one they went
+# into (not another server of the same major, such as a portable build)
+if [ "$pg_config" = "/usr/lib/postgresql/$major/bin/pg_config" ] &&
+   dpkg -s "postgresql-$major-gpusort" >/dev/null 2>&1; then
   test/check_package.sh > "$workdir/check.log" 2>&1
   grep -E "^(FAILED|not ok)|^[0-9]+ passed" "$workdir/check.log"
   count_from "$workdir/check.log" "test/check_package.sh"
 else
-  echo "gpusort is not installed from its Debian package here: package checks skipped"
+  echo "gpusort is not installed from its Debian package into this server: package checks skipped"
 fi
 
 # ---- 5. the server log ----
@@ -182,14 +169,14 @@ fi
 # ---- 6. the GPU service ----
 if [ "${GPUSORT_SERVICE_TEST:-1}" != 0 ]; then
   echo "== the GPU service (emulated GPUs: queue, cancellation, crashes)"
-  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m fast stop >/dev/null 2>&1
+  server_stop "$workdir/data" fast
   test/service/run.sh > "$workdir/service.log" 2>&1
   grep -E "^(not ok|==)|^[0-9]+ passed" "$workdir/service.log"
   count_from "$workdir/service.log" "the GPU service test"
 fi
 if [ "${GPUSORT_CHAOS_SECONDS:-90}" != 0 ]; then
   echo "== the GPU service under fire (kill -9, SIGSTOP, terminations, reloads, restarts)"
-  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m fast stop >/dev/null 2>&1
+  server_stop "$workdir/data" fast
   test/service/chaos.sh > "$workdir/chaos.log" 2>&1
   grep -E "^(not ok|ok|sorts right|chaos for|WRONG|ERROR)|^[0-9]+ passed" "$workdir/chaos.log"
   count_from "$workdir/chaos.log" "the chaos test"

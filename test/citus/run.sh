@@ -110,25 +110,19 @@ fi
   die "gpusort is not installed in $pkglibdir (build and install it first: sudo test/setup.sh)"
 
 # ---- 2. a coordinator and two workers --------------------------------------
-workdir=$(mktemp -d /tmp/gpusort-citus.XXXXXX)
-run_as=""
-dbuser=$(id -un)
-if [ "$(id -u)" -eq 0 ]; then
-  run_as="runuser -u postgres --"   # the server refuses to run as root
-  dbuser=postgres
-  chown postgres "$workdir"
-fi
+# shellcheck source=test/lib/server.sh
+. "$root/test/lib/server.sh"
+server_workdir citus
 cleanup() {
   local p
   for p in "${ports[@]}"; do
-    [ -d "$workdir/n$p" ] &&
-      $run_as "$bindir/pg_ctl" -D "$workdir/n$p" -m immediate stop >/dev/null 2>&1
+    [ -d "$workdir/n$p" ] && server_stop "$workdir/n$p"
   done
   # GPUSORT_CITUS_KEEP=DIR keeps the plans, answers and server logs there
   if [ -n "${GPUSORT_CITUS_KEEP:-}" ]; then
     mkdir -p "$GPUSORT_CITUS_KEEP" && cp -r "$workdir"/{on,off,*.txt,*.log} "$GPUSORT_CITUS_KEEP"/ 2>/dev/null
   fi
-  rm -rf "$workdir"
+  server_cleanup
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -138,17 +132,11 @@ for p in "${ports[@]}"; do
   if "$bindir/pg_isready" -q -h localhost -p "$p"; then
     die "port $p is taken: stop what listens there or set GPUSORT_CITUS_PORT"
   fi
-  $run_as "$bindir/initdb" -D "$workdir/n$p" -A trust -U "$dbuser" >"$workdir/initdb-$p.log" 2>&1 ||
-    { cat "$workdir/initdb-$p.log"; die "initdb for port $p failed"; }
-  cat >>"$workdir/n$p/postgresql.conf" <<CONF
-port = $p
-listen_addresses = 'localhost'
-unix_socket_directories = '$workdir'
-shared_preload_libraries = 'citus,gpusort'
-# no calls home from a test cluster
-citus.enable_statistics_collection = off
-CONF
-  $run_as "$bindir/pg_ctl" -D "$workdir/n$p" -l "$workdir/server-$p.log" -w start >/dev/null ||
+  # the nodes reach each other over localhost; no calls home from a test
+  # cluster
+  server_init "$workdir/n$p" "$p" "citus,gpusort" "listen_addresses = 'localhost'
+citus.enable_statistics_collection = off" || die "initdb for port $p failed"
+  server_pg_ctl "$workdir/n$p" "$workdir/server-$p.log" -w start >/dev/null ||
     { tail -n 20 "$workdir/server-$p.log"; die "node on port $p did not start"; }
 done
 echo "coordinator on $coord, workers on ${ports[1]} and ${ports[2]} ($workdir)"

@@ -18,33 +18,22 @@ seconds=${GPUSORT_CHAOS_SECONDS:-90}
 clients=${GPUSORT_CHAOS_CLIENTS:-6}
 port=${GPUSORT_CHAOS_PORT:-54349}
 
-workdir=$(mktemp -d /tmp/gpusort-chaos.XXXXXX)
-run_as=""
-dbuser=$(id -un)
-if [ "$(id -u)" -eq 0 ]; then
-  dbuser=${GPUSORT_TEST_USER:-postgres}
-  run_as="runuser -u $dbuser --"
-  chown "$dbuser" "$workdir"
-fi
+# shellcheck source=test/lib/server.sh
+. test/lib/server.sh
+server_workdir chaos
 emulate=""
 [ "${GPUSORT_CHAOS_REAL_GPU:-0}" = 1 ] || emulate="GPUSORT_SERVICE_EMULATE=2048 GPUSORT_SERVICE_EMULATE_GPUS=2"
-pg_ctl() { $run_as env $emulate "$bindir/pg_ctl" -D "$workdir/data" -l "$workdir/server.log" "$@"; }
+server_env=$emulate
 cleanup() {
-  $run_as "$bindir/pg_ctl" -D "$workdir/data" -m immediate stop >/dev/null 2>&1
+  server_stop "$workdir/data"
   [ -n "${GPUSORT_KEEP_LOG:-}" ] && cp "$workdir/server.log" "$GPUSORT_KEEP_LOG" 2>/dev/null
-  rm -rf "$workdir"
+  server_cleanup
 }
 trap cleanup EXIT
 
-$run_as "$bindir/initdb" -D "$workdir/data" -A trust -U "$dbuser" >"$workdir/initdb.log" 2>&1 \
-  || { cat "$workdir/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
-cat >> "$workdir/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$workdir'
-port = $port
-shared_preload_libraries = 'gpusort'
-CONF
-pg_ctl -w start >/dev/null || { cat "$workdir/server.log"; echo "0 passed, 1 failed"; exit 1; }
+server_init "$workdir/data" "$port" gpusort || { echo "0 passed, 1 failed"; exit 1; }
+server_pg_ctl "$workdir/data" "$workdir/server.log" -w start >/dev/null ||
+  { cat "$workdir/server.log"; echo "0 passed, 1 failed"; exit 1; }
 export PGHOST="$workdir" PGPORT="$port" PGUSER="$dbuser"
 "$bindir/psql" -X -q -d postgres -c "CREATE EXTENSION gpusort" >/dev/null
 
