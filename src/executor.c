@@ -5,10 +5,12 @@
  * which copies it and encodes its sort keys, and have the store sort them
  * (on the GPU when usable; beyond work_mem in sorted runs on disk, merged).
  * Then hand the rows back in order, forward or backward, with mark/restore
- * and rescan. A parallel sort's two nodes (parallel_sort.c) differ only in
- * where the rows come from and go: a share's node writes them to a file and
- * returns none; the merging node reads the shares' files. The bound (LIMIT + OFFSET) and whether to approximate are
- * decided here, when the node runs, not when the plan was made.
+ * and rescan. A node's role (GpuSortRoleMethods) says where the rows come
+ * from and go: the plain role's are node_rows.c's; of a parallel sort's
+ * two nodes (parallel_sort.c), a share's writes its rows to a file and
+ * returns none, the merging node reads the shares' files. The bound
+ * (LIMIT + OFFSET) and whether to approximate are decided here, when the
+ * node runs, not when the plan was made.
  *
  * Errors longjmp out of here at any row; everything the node holds lives in
  * the store's memory context and temporary files (freed with the executor's
@@ -66,6 +68,9 @@ gpusort_create_scan_state(CustomScan *cscan)
 
 	state->css.methods = &gpusort_exec_methods;
 	gpusort_plan_info_from_list(cscan->custom_private, &state->plan);
+	state->role = state->plan.role == GPUSORT_SORT_SHARE ? &gpusort_sort_share_role :
+		state->plan.role == GPUSORT_MERGE_SHARES ? &gpusort_merge_shares_role :
+		&gpusort_sort_all_role;
 	return (Node *) state;
 }
 
@@ -157,115 +162,35 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	state->timed = (estate->es_instrument & INSTRUMENT_TIMER) != 0;
 }
 
-/* What the row store is to do, from the plan and the node's start. */
-static void
-make_spec(GpuSortState *state, RowStoreSpec *spec)
-{
-	memset(spec, 0, sizeof(*spec));
-	spec->plan = &state->plan;
-	for (int k = 0; k < state->plan.nkeys; k++)
-		spec->key_types[k] = state->key_types[k];
-	spec->work_mem_bytes = state->work_mem_bytes;
-	spec->bound = state->bound;
-	spec->random_access = state->random_access;
-	spec->approximate = state->approximate;
-	spec->intervals = state->intervals;
-	spec->expected_rows = state->css.ss.ps.plan->plan_rows;
-}
-
-/*
- * Fills the row store and sorts it: every row of the child; or, merging a
- * parallel sort, the shares the processes below the Gather sorted; or, as
- * one of those shares, this process's rows into its file.
- */
+/* Fills the row store as the node's role says, and sorts it. */
 static void
 gather_and_sort(GpuSortState *state)
 {
-	PlanState  *child = child_of(state);
 	RowStoreSpec spec;
 	instr_time	start,
 				duration;
 
 	INSTR_TIME_SET_CURRENT(start);
 	state->bound = gpusort_evaluate_bound(state);
-	make_spec(state, &spec);
-	if (state->plan.role == GPUSORT_MERGE_SHARES)
-		state->rows = gpusort_merge_shares(state, child, &spec);
-	else
-	{
-		if (state->plan.role == GPUSORT_SORT_SHARE)
-			gpusort_share_spec(state, &spec);
-		else
-			spec.spill_to_gpu = gpusort_spill_to_gpu;
-		state->rows = row_store_begin(&spec);
-		state->read_table = table_pages_usable(child);
-		if (state->read_table)
-			state->table_pages_read = table_pages_gather(child, state->rows, &spec);
-		else
-			for (;;)
-			{
-				TupleTableSlot *slot = ExecProcNode(child);
-
-				if (TupIsNull(slot))
-					break;
-				CHECK_FOR_INTERRUPTS();
-				row_store_put(state->rows, slot);
-			}
-	}
+	gpusort_make_spec(state, &spec);
+	state->role->gather(state, child_of(state), &spec);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	state->gather_ms = INSTR_TIME_GET_MILLISEC(duration);
-	if (state->plan.role == GPUSORT_SORT_SHARE)
-		gpusort_sort_share(state);
-	else
-		row_store_sort(state->rows);
+	state->role->sort(state);
 }
 
 static TupleTableSlot *
 exec_gpusort(CustomScanState *node)
 {
 	GpuSortState *state = (GpuSortState *) node;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-	bool		forward = ScanDirectionIsForward(node->ss.ps.state->es_direction);
-	ProjectionInfo *projection = node->ss.ps.ps_ProjInfo;
-	instr_time	start;
-	bool		found;
 
 	if (!state->sort_done)
 	{
 		gather_and_sort(state);
 		state->sort_done = true;
 	}
-	if (state->plan.role == GPUSORT_SORT_SHARE)
-	{
-		/* the rows went to the share's files */
-		RowStoreSpec spec;
-
-		make_spec(state, &spec);
-		return gpusort_share_next(state, &spec);
-	}
-	if (state->timed)
-		INSTR_TIME_SET_CURRENT(start);
-	found = row_store_get(state->rows, forward, slot);
-	if (state->timed)
-	{
-		instr_time	duration;
-
-		INSTR_TIME_SET_CURRENT(duration);
-		INSTR_TIME_SUBTRACT(duration, start);
-		state->emit_ms += INSTR_TIME_GET_MILLISEC(duration);
-	}
-	if (!found)
-		return NULL;
-	if (projection != NULL)
-	{
-		ExprContext *econtext = node->ss.ps.ps_ExprContext;
-
-		ResetExprContext(econtext);
-		econtext->ecxt_scantuple = slot;
-		return ExecProject(projection);
-	}
-	return slot;
+	return state->role->next(state);
 }
 
 static void
@@ -306,8 +231,8 @@ shutdown_gpusort(CustomScanState *node)
 
 	gpusort_stop_range_merges(state);
 	worker_report_write(state);
-	if (state->plan.role == GPUSORT_SORT_SHARE && !IsParallelWorker())
-		state->shares = NULL;
+	if (state->role->shutdown != NULL)
+		state->role->shutdown(state);
 }
 
 static void
@@ -329,15 +254,15 @@ rescan_gpusort(CustomScanState *node)
 	 * deletes.
 	 */
 	if (child->chgParam != NULL || (state->plan.bounded && node->ss.ps.chgParam != NULL) ||
-		state->plan.role != GPUSORT_SORT_ALL || !row_store_rewindable(state->rows))
+		!state->role->rereadable || !row_store_rewindable(state->rows))
 	{
 		/* new input, or rows already given back: sort again from scratch
 		 * (a merge of shares first stops its helpers, whom the Gather's
 		 * rescan waits for). The child is rescanned now, not when it next
 		 * runs: reading the table's pages, the node never runs it, and
 		 * its changed parameters and loop count would stay as they are. */
-		if (state->plan.role == GPUSORT_MERGE_SHARES)
-			gpusort_stop_range_merges(state);
+		if (state->role->before_resort != NULL)
+			state->role->before_resort(state);
 		drop_rows(state);
 		ExecReScan(child);
 		return;

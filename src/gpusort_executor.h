@@ -16,11 +16,39 @@
 typedef struct ParallelShares ParallelShares;
 typedef struct WorkerReports WorkerReports;
 typedef struct WorkerReport WorkerReport;
+typedef struct GpuSortState GpuSortState;
 
-typedef struct GpuSortState
+/*
+ * What a GpuSort node does differently in each of its roles (GpuSortRole):
+ * where its rows come from and where they go. executor.c runs every node
+ * the same way through these; GPUSORT_SORT_ALL's are node_rows.c's, the
+ * parallel roles' parallel_sort.c's.
+ */
+typedef struct GpuSortRoleMethods
+{
+	/* fills state->rows (the child's rows, or the shares' runs) */
+	void		(*gather) (GpuSortState *state, PlanState *child, RowStoreSpec *spec);
+	/* sorts what was gathered */
+	void		(*sort) (GpuSortState *state);
+	/* the node's next result, NULL at the end */
+	TupleTableSlot *(*next) (GpuSortState *state);
+	/* ExecShutdownNode: what the role lets go of (or NULL) */
+	void		(*shutdown) (GpuSortState *state);
+	/* a rescan that sorts anew: what the role stops first (or NULL) */
+	void		(*before_resort) (GpuSortState *state);
+	/* a rescan of the same input may read the sorted rows again */
+	bool		rereadable;
+} GpuSortRoleMethods;
+
+extern const GpuSortRoleMethods gpusort_sort_all_role;	/* node_rows.c */
+extern const GpuSortRoleMethods gpusort_sort_share_role;	/* parallel_sort.c */
+extern const GpuSortRoleMethods gpusort_merge_shares_role;	/* parallel_sort.c */
+
+struct GpuSortState
 {
 	CustomScanState css;
 	GpuSortPlanInfo plan;
+	const GpuSortRoleMethods *role; /* plan.role's methods */
 	const GpuSortType *key_types[GS_MAX_KEY_COLUMNS];
 	bool		random_access;	/* rewind, backward or mark/restore needed */
 	bool		approximate;	/* the approximate opt-in was on at the start */
@@ -67,12 +95,18 @@ typedef struct GpuSortState
 	dsm_segment *reports_segment;
 	WorkerReport *worker_reports;
 	int			nworker_reports;
-} GpuSortState;
+};
 
 /* table_pages.c: the child's table read by GpuSort itself */
 extern bool table_pages_usable(PlanState *child);
 extern int64 table_pages_gather(PlanState *child, RowStore *store,
 								const RowStoreSpec *spec);
+
+/* node_rows.c: the parts of running the node that roles share */
+extern void gpusort_make_spec(GpuSortState *state, RowStoreSpec *spec);
+extern void gpusort_gather_rows(GpuSortState *state, PlanState *child, RowStoreSpec *spec);
+extern void gpusort_sort_rows(GpuSortState *state);
+extern TupleTableSlot *gpusort_next_sorted_row(GpuSortState *state);
 
 /* plan_info.c: LIMIT + OFFSET evaluated now, 0 for no bound */
 extern int64 gpusort_evaluate_bound(GpuSortState *state);
@@ -96,11 +130,6 @@ extern void gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 extern void gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 									 void *coordinate);
 extern void gpusort_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
-extern void gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec);
-extern void gpusort_sort_share(GpuSortState *state);
-extern TupleTableSlot *gpusort_share_next(GpuSortState *state, const RowStoreSpec *spec);
-extern RowStore *gpusort_merge_shares(GpuSortState *state, PlanState *gather,
-									  const RowStoreSpec *spec);
 extern void gpusort_stop_range_merges(GpuSortState *state);
 extern void gpusort_close_gpu_rows(GpuSortState *state);
 

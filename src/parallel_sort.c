@@ -346,8 +346,8 @@ share_number(ParallelShares *shared)
 }
 
 /* GPUSORT_SORT_SHARE, before the rows come: where the share's runs go. */
-void
-gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec)
+static void
+share_spec(GpuSortState *state, RowStoreSpec *spec)
 {
 	ParallelShares *shared = state->shares;
 
@@ -365,8 +365,8 @@ gpusort_share_spec(GpuSortState *state, RowStoreSpec *spec)
  * GPUSORT_SORT_SHARE, once the process's share of the rows is in
  * state->rows: its sorted runs are published for the node above.
  */
-void
-gpusort_sort_share(GpuSortState *state)
+static void
+sort_share(GpuSortState *state)
 {
 	ParallelShares *shared = state->shares;
 	int			nshares = shared != NULL ? shared->nshares : 1;
@@ -553,8 +553,8 @@ share_node_below(GpuSortState *merge_node, PlanState *gather)
  * row_store_sort(): by key ranges with the workers' help where they wait
  * for it (see the header), else in the leader alone.
  */
-RowStore *
-gpusort_merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *spec)
+static RowStore *
+merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *spec)
 {
 	GatherState *gather;
 	GpuSortState *share_node;
@@ -742,8 +742,8 @@ marker_rows(TupleTableSlot *marker)
  * above see (by the count of written shares) that all are written (see the
  * header); then, in a worker, helping it merge; then the end.
  */
-TupleTableSlot *
-gpusort_share_next(GpuSortState *state, const RowStoreSpec *spec)
+static TupleTableSlot *
+share_next(GpuSortState *state, const RowStoreSpec *spec)
 {
 	ParallelShares *shared = state->shares;
 	TupleTableSlot *marker = state->css.ss.ps.ps_ResultTupleSlot;
@@ -768,3 +768,55 @@ gpusort_share_next(GpuSortState *state, const RowStoreSpec *spec)
 		merge_ranges(state, spec);
 	return NULL;
 }
+
+/* ---- the two roles' methods (GpuSortRoleMethods) ---- */
+
+static void
+gather_share(GpuSortState *state, PlanState *child, RowStoreSpec *spec)
+{
+	share_spec(state, spec);
+	gpusort_gather_rows(state, child, spec);
+}
+
+static TupleTableSlot *
+next_of_share(GpuSortState *state)
+{
+	RowStoreSpec spec;
+
+	/* the rows went to the share's files */
+	gpusort_make_spec(state, &spec);
+	return share_next(state, &spec);
+}
+
+/* The leader's share node lets go of the shared memory, which the Gather
+ * above frees right after. */
+static void
+shutdown_share(GpuSortState *state)
+{
+	if (!IsParallelWorker())
+		state->shares = NULL;
+}
+
+const GpuSortRoleMethods gpusort_sort_share_role = {
+	.gather = gather_share,
+	.sort = sort_share,
+	.next = next_of_share,
+	.shutdown = shutdown_share,
+	.before_resort = NULL,
+	.rereadable = false,
+};
+
+static void
+gather_shares(GpuSortState *state, PlanState *child, RowStoreSpec *spec)
+{
+	state->rows = merge_shares(state, child, spec);
+}
+
+const GpuSortRoleMethods gpusort_merge_shares_role = {
+	.gather = gather_shares,
+	.sort = gpusort_sort_rows,
+	.next = gpusort_next_sorted_row,
+	.shutdown = NULL,
+	.before_resort = gpusort_stop_range_merges,
+	.rereadable = false,
+};
