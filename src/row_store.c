@@ -38,290 +38,30 @@
 
 #include <sys/mman.h>
 
-#include "miscadmin.h"
 #include "commands/tablespace.h"
+#include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/buffile.h"
 #include "utils/memutils.h"
 
-#include "key_reader.h"
-#include "row_store.h"
-#include "service.h"
-#include "tuple_former.h"
+#include "row_store_int.h"
 
 /* Smallest buffer of rows a bounded sort prunes: small, so that a small
  * bound has its threshold early (bench/README.md, "Top-N"). */
 #define MIN_PRUNE_ROWS 1024
-/* How many rows ahead reading from memory prefetches tuples. */
-#define PREFETCH_DISTANCE 16
 /* Transparent huge pages: the size of one (x86-64, arm64 with 4 kB pages). */
 #define HUGE_PAGE_SIZE ((Size) 2 * 1024 * 1024)
 /* Arena chunks: small against work_mem, so little of it goes unused. */
 #define ARENA_CHUNK_MIN ((Size) 8 * 1024)
 #define ARENA_CHUNK_MAX ((Size) 8 * 1024 * 1024)
-/* Memory to read one run during a merge: its file's buffer and at least
- * MIN_READ_CHUNK of records read ahead. */
-#define MIN_READ_CHUNK ((Size) 1024)
-#define MAX_READ_CHUNK ((Size) 16 * 1024)
-#define RUN_READ_BYTES ((Size) BLCKSZ + MIN_READ_CHUNK)
-/* Records bound for a run gather in a buffer of this size and reach the
- * file in one write, not three (length and keys, tuple, trailing length). */
-#define RUN_WRITE_BUFFER ((Size) 32 * 1024)
-/* A sorted run holds MIN_RUN_ROWS rows or MIN_RUN_BYTES of memory, whichever
- * comes first, however small work_mem is: below MIN_RUN_BYTES a run may
- * take more than work_mem (as tuplesort's may), so that tiny settings do
- * not make thousands of runs. */
-#define MIN_RUN_ROWS 1024
-#define MIN_RUN_BYTES ((Size) 256 * 1024)
 /* A parallel share's runs note a record's keys and offset every so many
  * bytes (work_mem / 512, within these), so that a partitioned merge finds
  * where a key range starts in a run by reading a little of it. */
 #define MIN_SAMPLE_BYTES ((Size) 8 * 1024)
 #define MAX_SAMPLE_BYTES ((Size) 64 * 1024)
-/* Fewest runs one merge pass takes, however small work_mem is. */
-#define MIN_MERGE_ORDER 6
-/* Rows held in a GPU's memory: room asked for, and the most read back at
- * once (within work_mem). */
-#define MIN_GPU_RUN_BYTES ((Size) 64 * 1024 * 1024)
-/* An unbounded serial sort's rows in memory that go to a GPU run even
- * within work_mem (gpu_run_due()). */
-#define GPU_RUN_EARLY_BYTES ((Size) 64 * 1024 * 1024)
-#define MAX_GPU_READ_CHUNK ((Size) 8 * 1024 * 1024)
-
-/* A sample of a run: a record's keys, and where it starts. */
-typedef struct RunSample
-{
-	int64		offset;
-	RowStoreKey key;
-} RunSample;
-
-/* A sorted run: in a temporary file (file_record_size() has its records'
- * layout) or in a GPU's memory (job_record_size()). */
-typedef struct SortedRun
-{
-	BufFile    *file;
-	bool		backward;		/* its records end with their length, so that
-								 * it can be read backward (the final file) */
-	bool		file_counted;	/* in RowStore.open_run_files */
-	int			file_number;	/* in spec.share_files; -1: a private file */
-	int64		rows;
-	int64		bytes;
-	gs_key_column columns[GS_MAX_KEY_COLUMNS];	/* its keys' ranges */
-	/* a parallel share's run: its samples, written to a file of their own
-	 * as the run is (int64 offset, keys, NULL flags each, in order); open
-	 * only while the run is written */
-	BufFile    *samples;
-	int64		nsamples;
-	int64		next_sample;	/* the first offset the next sample may have */
-	/* a share's run merged here: the shared file it came from */
-	int			source_share;
-	int			source_number;
-	/* a partitioned merge: where each key range starts in the run */
-	int64	   *partition_starts;
-	/* the rows held in a GPU's memory (file is NULL): where reading is,
-	 * and the largest record */
-	ServiceRows *gpu;
-	int64		gpu_position;
-	Size		largest_record;
-	/* while rows come: 0 for a run spilled from memory, one more than its
-	 * inputs' for a run merged from them (merge_newest_runs()) */
-	int			level;
-} SortedRun;
-
-/* One input of a merge: a run on disk, or the sorted rows in memory. */
-typedef struct MergeInput
-{
-	SortedRun  *run;			/* NULL: the rows in memory */
-	size_t		next;			/* in memory: the next sorted row */
-	uint64_t	keys[GS_MAX_KEY_COLUMNS];	/* the current row's */
-	bool		nulls[GS_MAX_KEY_COLUMNS];
-	MinimalTuple tuple;
-	bool		done;			/* no rows left */
-	const RowStoreKey *stop;	/* a partition's end: rows from here on are
-								 * not its own (NULL: the run's end) */
-	/* a run's records, read ahead a chunk at a time and parsed in place */
-	char	   *chunk;
-	Size		chunk_size;
-	Size		chunk_used;		/* bytes read into the chunk */
-	Size		chunk_pos;		/* where the next record starts */
-} MergeInput;
-
-/*
- * An input's current row as the merge's tournament tree compares it, in
- * 128 bits: its rank (NULLs first or last, inputs that are done after all),
- * a 64-bit word of its leading keys, and the input's number. The word packs
- * as many leading key columns as their ranges over the merge's inputs fit
- * (plan_merge_key()), each relative to its minimum and inverted for DESC;
- * a NULL in a packed column after the first sets it and the packed columns
- * after it to the end NULLs sort to. The word orders rows as the keys do
- * wherever two words differ; equal words of more than one key fall back to
- * comparing all keys. The input number breaks ties and makes every merge
- * key unique, so the merge is stable.
- */
-typedef unsigned __int128 MergeKey;
-
-#define MERGE_INPUT_BITS 28
-#define MERGE_INPUT_MASK ((1 << MERGE_INPUT_BITS) - 1)
-#define MERGE_RANK_SHIFT (64 + MERGE_INPUT_BITS)
-#define MERGE_RANK_NULL_FIRST 0
-#define MERGE_RANK_VALUE 1
-#define MERGE_RANK_NULL_LAST 2
-#define MERGE_RANK_DONE 3
-
-/* Where reading the output stands. */
-typedef enum ReadMode
-{
-	READ_MEMORY,				/* the sorted rows in memory */
-	READ_MERGE,					/* merging runs as rows are read (forward) */
-	READ_FILE,					/* one merged file, read either way */
-	READ_PARTITIONS,			/* a partitioned merge's key ranges in turn */
-	READ_GPU					/* the GPU run alone, from its slot (forward) */
-} ReadMode;
-
-struct RowStore
-{
-	RowStoreSpec spec;
-	const GpuSortPlanInfo *plan;
-	int			nkeys;
-	KeyReader	key_reader;
-	TupleFormer former;			/* virtual slots' rows as tuples */
-	MemoryContext context;		/* the store and its files' structs */
-	MemoryContext rows_context; /* the rows in memory (dropped whole) */
-	MemoryContext chunks_context;	/* the merge inputs' read chunks (emptied
-									 * after each merge into a run) */
-	Size		memory_used;	/* what the contexts allocated */
-	int			open_run_files; /* runs written here whose file, and its
-								 * BLCKSZ buffer in `context`, is open */
-
-	/* the rows in memory: tuples in arena chunks, in input order */
-	char	   *arena_next;
-	Size		arena_left;
-	char	  **arena_chunks;	/* in the order they are filled */
-	Size	   *arena_sizes;
-	int			arena_nchunks;
-	int			arena_max_chunks;
-	int			arena_current;	/* the chunk arena_next lies in, or -1 */
-	MinimalTuple *tuples;
-	size_t		ntuples;
-	size_t		capacity;
-	uint64_t   *column_keys[GS_MAX_KEY_COLUMNS];
-	bool	   *column_nulls[GS_MAX_KEY_COLUMNS];
-	gs_key_column columns[GS_MAX_KEY_COLUMNS];
-	gs_key_column approx_range; /* approximate: the key over all rows */
-	uint32_t   *order;			/* after sorting: row numbers in order */
-	MinimalTuple *sorted;		/* the tuples in output order */
-
-	/* bounded: rows at or beyond this one are not kept */
-	bool		have_threshold;
-	uint64_t	threshold_keys[GS_MAX_KEY_COLUMNS];
-	bool		threshold_nulls[GS_MAX_KEY_COLUMNS];
-	/* bounded, when a run holds fewer than `bound` rows: the keys of the
-	 * best rows written to runs so far (at most `bound`, in order, nkeys
-	 * to a row), whose last becomes the threshold (note_best_keys());
-	 * best_bytes of work_mem are set aside for them from the start */
-	uint64_t   *best_keys;
-	bool	   *best_nulls;
-	size_t		nbest;
-	Size		best_bytes;
-
-	/* runs on disk */
-	SortedRun **runs;
-	int			nruns;
-	int			run_levels;		/* the highest SortedRun.level made yet */
-	int			runs_allocated;
-	int			files_created;	/* in spec.share_files */
-	int64		disk_bytes;
-	char	   *write_buffer;	/* RUN_WRITE_BUFFER bytes, for write_record() */
-	Size		write_buffered; /* bytes in it, not yet in their run's file */
-	/* the run in a GPU's memory (also in runs); while gpu_run_open, every
-	 * row after the first batch goes straight into the job's slot, one
-	 * half filled while the service takes the other */
-	SortedRun  *gpu_run;
-	RowStoreRun gpu_part;		/* a parallel share's, once it sent its last */
-	bool		gpu_run_tried;
-	bool		gpu_run_early;	/* may go to a GPU run within work_mem */
-	bool		gpu_run_open;
-	char	   *stream_slot;
-	Size		stream_half;	/* bytes of each half */
-	int			stream_side;	/* the half being filled */
-	Size		stream_used;
-	uint64		stream_records;
-	/* READ_GPU: the ordered rows come into one half of the slot (after
-	 * room for a record split between two pieces) while the other half is
-	 * read; read_next .. read_end are the bytes not yet read */
-	Size		read_reserve;
-	int			read_side;
-	char	   *read_next;
-	char	   *read_end;
-	int64		read_requested; /* bytes of the run asked for so far */
-	Size		read_coming;	/* bytes on their way to the other half */
-
-	/* reading */
-	ReadMode	mode;
-	size_t		noutputs;
-	int64		position;		/* last row returned; -1 before the first */
-	int64		marked_position;
-	/* READ_MERGE */
-	MergeInput *inputs;
-	int			ninputs;
-	int			inputs_allocated;
-	MergeKey   *tree;			/* the tournament: see build_tree() */
-	gs_key_column merge_ranges[GS_MAX_KEY_COLUMNS]; /* over the merge's inputs */
-	int			packed_columns; /* key columns in a merge key's word */
-	uint64_t	packed_min[GS_MAX_KEY_COLUMNS];
-	uint64_t	packed_range[GS_MAX_KEY_COLUMNS];	/* max - min */
-	int			packed_shift[GS_MAX_KEY_COLUMNS];	/* 64: no bits (one value) */
-	uint64_t	packed_null_last[GS_MAX_KEY_COLUMNS];	/* the word's bits from
-														 * this column down */
-	int			last_input;		/* the input of the row last returned */
-	/* READ_FILE */
-	SortedRun  *final;
-	int64		offset;			/* of the row at `position` (the end, past) */
-	uint32		length;			/* that row's tuple length */
-	int64		marked_offset;
-	uint32		marked_length;
-	char	   *buffer;
-	Size		buffer_size;
-
-	/* READ_PARTITIONS: the merge cut by key ranges (see row_store.h) */
-	bool		sample_runs;	/* runs note samples as they are written */
-	int			npartitions;
-	RowStoreKey splitters[ROW_STORE_MAX_PARTITIONS - 1];
-	int			partition;		/* the one being read */
-	bool		partition_open;
-	bool		partition_here; /* merged here; else read from its file */
-	RowStorePartitionSource partition_source;
-	void	   *partition_source_arg;
-	SortedRun	partition_file;
-	MergeInput	partition_input;
-
-	RowStoreStats stats;
-	bool		have_report;	/* stats.report holds a sort's */
-};
 
 /* ---- memory ---- */
 
-/*
- * Fetches a tuple scattered in memory ahead of its use: its first two cache
- * lines, as a row of a few columns and a short text spans two (a tuple is
- * read whole, to copy it or to deform it).
- */
-static inline void
-prefetch_tuple(const void *tuple)
-{
-	__builtin_prefetch(tuple);
-	__builtin_prefetch((const char *) tuple + 64);
-}
-
-/* The memory beside the rows: each open run file's buffer, and the
- * buffer records are written through once a run was written. */
-static inline Size
-files_memory(const RowStore *store)
-{
-	return (Size) store->open_run_files * BLCKSZ + (store->write_buffer ? RUN_WRITE_BUFFER : 0);
-}
-
-static void
+void
 count_memory(RowStore *store)
 {
 	store->memory_used = MemoryContextMemAllocated(store->rows_context, true);
@@ -367,19 +107,9 @@ grow_row_memory(void *memory, Size size)
 	return memory;
 }
 
-/* The memory the rows will take once sorted: sort_rows() adds their order;
- * what a bounded sort keeps for note_best_keys(); and the runs' file
- * buffers beside them, so that the runs written so far take their room. */
-static inline Size
-memory_to_sort(const RowStore *store)
-{
-	return store->memory_used + store->ntuples * sizeof(uint32_t) + store->best_bytes +
-		files_memory(store);
-}
-
 /* Arrays for `capacity` rows in a new rows_context (the old one, if any, is
  * left to the caller). */
-static void
+void
 allocate_rows(RowStore *store, size_t capacity)
 {
 	store->rows_context = AllocSetContextCreate(store->context, "GpuSort rows",
@@ -413,7 +143,7 @@ allocate_rows(RowStore *store, size_t capacity)
  * its array slots now and its tuple when it comes). False, with nothing
  * changed, when no more fit and the run may close (see run_is_full()).
  */
-static bool
+bool
 grow_rows(RowStore *store)
 {
 	size_t		capacity = store->capacity * 2;
@@ -509,24 +239,13 @@ arena_alloc(RowStore *store, uint32 length)
 }
 
 /*
- * The length of the minimal tuple a virtual slot's values (a join's) form,
- * for tuple_former_fill() to form it where it is kept; 0 for any other
- * slot, or values PostgreSQL must form (slot_tuple_bytes()).
- */
-static inline Size
-formed_length(RowStore *store, TupleTableSlot *slot)
-{
-	return TTS_IS_VIRTUAL(slot) ? tuple_former_measure(&store->former, slot) : 0;
-}
-
-/*
  * The slot's row as the bytes of a minimal tuple, without a copy where it
  * is a heap tuple (the usual case: a scan), formed by PostgreSQL where
  * formed_length() said 0. Those bytes do not carry the minimal tuple's
  * length: whoever copies them sets t_len. *should_free: the caller pfrees
  * them after.
  */
-static char *
+char *
 slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
 {
 	MinimalTuple tuple;
@@ -545,7 +264,7 @@ slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
 }
 
 /* The slot's row as a minimal tuple in the arena. */
-static MinimalTuple
+MinimalTuple
 copy_row(RowStore *store, TupleTableSlot *slot)
 {
 	Size		formed = formed_length(store, slot);
@@ -567,57 +286,8 @@ copy_row(RowStore *store, TupleTableSlot *slot)
 
 /* ---- order of encoded keys ---- */
 
-/* SQL order of two rows' encoded keys: <0, 0, >0 */
-static inline int
-compare_keys(const RowStore *store, const uint64_t *keys_a, const bool *nulls_a,
-			 const uint64_t *keys_b, const bool *nulls_b)
-{
-	for (int k = 0; k < store->nkeys; k++)
-	{
-		if (nulls_a[k] != nulls_b[k])
-			return nulls_a[k] == store->plan->nulls_first[k] ? -1 : 1;
-		if (!nulls_a[k] && keys_a[k] != keys_b[k])
-		{
-			int			order = keys_a[k] < keys_b[k] ? -1 : 1;
-
-			return store->plan->descending[k] ? -order : order;
-		}
-	}
-	return 0;
-}
-
-/* The keys of entry i of keys_in / nulls_in, nkeys to an entry. */
-static inline void
-keys_of(const RowStore *store, size_t i, const uint64_t *keys_in, const bool *nulls_in,
-		uint64_t *keys, bool *nulls)
-{
-	memcpy(keys, keys_in + i * store->nkeys, store->nkeys * sizeof(uint64_t));
-	memcpy(nulls, nulls_in + i * store->nkeys, store->nkeys);
-}
-
-/* Sets entry i of the best rows' keys (note_best_keys()). */
-static inline void
-set_best_keys(RowStore *store, size_t i, const uint64_t *keys, const bool *nulls)
-{
-	memcpy(store->best_keys + i * store->nkeys, keys, store->nkeys * sizeof(uint64_t));
-	memcpy(store->best_nulls + i * store->nkeys, nulls, store->nkeys);
-}
-
-/* The keys of the i-th row in memory in sorted order (store->order). */
-static inline void
-sorted_keys_of(const RowStore *store, size_t i, uint64_t *keys, bool *nulls)
-{
-	uint32_t	row = store->order[i];
-
-	for (int k = 0; k < store->nkeys; k++)
-	{
-		keys[k] = store->column_keys[k][row];
-		nulls[k] = store->column_nulls[k][row];
-	}
-}
-
 /* A bounded sort's rows at or beyond these keys are not kept. */
-static void
+void
 lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls)
 {
 	if (store->have_threshold &&
@@ -631,7 +301,7 @@ lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls)
 /* ---- sorting the rows in memory ---- */
 
 /* Sorts the rows in memory; store->order gets their order. */
-static void
+void
 sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 {
 	gs_key_layout layout;
@@ -733,7 +403,7 @@ close_up_arena(RowStore *store, size_t n)
  * there costs less than copying them to new memory, which the kernel
  * would have to clear first.
  */
-static void
+void
 prune_rows(RowStore *store)
 {
 	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
@@ -786,14 +456,14 @@ prune_rows(RowStore *store)
 
 /* ---- runs on disk ---- */
 
-static void
+void
 write_bytes(BufFile *file, const void *data, size_t length)
 {
 	BufFileWrite(file, (void *) data, length);
 }
 
 /* Reads exactly `length` bytes; false at the end of the file before any. */
-static bool
+bool
 read_bytes(BufFile *file, void *data, size_t length, bool eof_allowed)
 {
 	size_t		got = BufFileRead(file, data, length);
@@ -809,70 +479,16 @@ read_bytes(BufFile *file, void *data, size_t length, bool eof_allowed)
 	return false;				/* not reached */
 }
 
-/*
- * A record in a GPU run and in the slot between it and this process
- * (service/protocol.h, GS_JOB_ROWS): the tuple's length, its keys and NULL
- * flags, padding, the tuple at a multiple of 8 bytes, padding, and the
- * length again as its last four bytes; its size is a multiple of 8. So
- * from an aligned start every tuple is MAXALIGNed where it lies.
- */
-static inline Size
-job_record_size(const RowStore *store, uint32 tuple_length)
-{
-	return gs_row_record_bytes(store->nkeys, tuple_length);
-}
-
-static inline Size
-job_header_size(const RowStore *store)
-{
-	return gs_row_header_bytes(store->nkeys);
-}
-
-/*
- * A record in a run's file, packed with no padding: the tuple's length,
- * its keys (uint64 each) and NULL flags (one byte each), the tuple
- * without its first MINIMAL_TUPLE_DATA_OFFSET bytes (its length and
- * padding, as tuplesort writes it), and, in a run read backward, the
- * length again. Whoever reads a record moves its tuple to an aligned
- * place.
- */
-static inline Size
-file_header_size(int nkeys)
-{
-	return sizeof(uint32) + nkeys * (sizeof(uint64_t) + 1);
-}
-
-#define MAX_FILE_HEADER (sizeof(uint32) + GS_MAX_KEY_COLUMNS * (sizeof(uint64_t) + 1))
-
 Size
 row_store_file_record_bytes(int nkeys, Size tuple_length)
 {
 	return file_header_size(nkeys) + tuple_length - MINIMAL_TUPLE_DATA_OFFSET;
 }
 
-static inline Size
-file_record_size(const RowStore *store, uint32 tuple_length, bool backward)
-{
-	return row_store_file_record_bytes(store->nkeys, tuple_length) +
-		(backward ? sizeof(uint32) : 0);
-}
-
-/* A file record's length, checked. */
-static inline uint32
-file_record_length(const char *record)
-{
-	uint32		length;
-
-	memcpy(&length, record, sizeof(length));
-	if (length < MINIMAL_TUPLE_DATA_OFFSET)
-		elog(ERROR, "gpusort: a temporary file of sorted rows is corrupt");
-	return length;
-}
-
 /* The length, keys and NULL flags that start a record of either layout,
  * laid out unpadded in `header` (at most MAX_FILE_HEADER bytes); returns
  * their size, a file record's whole header. */
-static Size
+Size
 pack_fields(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
 			const bool *nulls)
 {
@@ -908,7 +524,7 @@ pack_tail(const RowStore *store, char *tail, uint32 length)
 }
 
 /* Writes the buffered records to the file of the run they belong to. */
-static void
+void
 flush_records(RowStore *store, SortedRun *run)
 {
 	if (store->write_buffered > 0)
@@ -934,7 +550,7 @@ append_to_run(RowStore *store, SortedRun *run, const void *data, Size length)
 
 /* A run is written: its records flushed, and its samples file closed (the
  * leader opens it again by name), so a share's runs hold no buffer for it. */
-static void
+void
 finish_run(RowStore *store, SortedRun *run)
 {
 	flush_records(store, run);
@@ -957,7 +573,7 @@ note_sample(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *n
 }
 
 /* The next sample of a samples file into `sample`; false at its end. */
-static bool
+bool
 read_sample(RowStore *store, BufFile *file, RunSample *sample)
 {
 	if (!read_bytes(file, &sample->offset, sizeof(int64), true))
@@ -972,7 +588,7 @@ read_sample(RowStore *store, BufFile *file, RunSample *sample)
  * of one run follow each other until flush_records(), which must come
  * before the run is read or another run is written.
  */
-static void
+void
 write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *nulls,
 			 MinimalTuple tuple)
 {
@@ -999,7 +615,7 @@ write_record(RowStore *store, SortedRun *run, const uint64_t *keys, const bool *
 /* Reads the record at the position of a file read backward (its records
  * end with their length) into a buffer, grown as needed, as a MAXALIGNed
  * tuple; false at the file's end. */
-static bool
+bool
 read_backward_record(RowStore *store, BufFile *file, char **buffer, Size *buffer_size,
 					 uint32 *tuple_length)
 {
@@ -1034,7 +650,7 @@ read_backward_record(RowStore *store, BufFile *file, char **buffer, Size *buffer
 
 /* Seeks to a byte offset of a file of any size (BufFile's segments are
  * whole blocks, so the block seek crosses segments and the rest does not). */
-static void
+void
 seek_file(BufFile *file, int64 offset)
 {
 	if (BufFileSeekBlock(file, (long) (offset / BLCKSZ)) != 0 ||
@@ -1052,7 +668,7 @@ row_store_share_file_name(char *name, size_t size, int share, int file_number)
 
 /* A new, empty run; the caller puts it in the list of runs. A parallel
  * share's runs are files of the shared set, for the leader to read. */
-static SortedRun *
+SortedRun *
 new_run(RowStore *store)
 {
 	MemoryContext old_context = MemoryContextSwitchTo(store->context);
@@ -1086,7 +702,7 @@ new_run(RowStore *store)
 }
 
 /* Appends a run to the list, which stays in input order. */
-static void
+void
 add_run(RowStore *store, SortedRun *run)
 {
 	if (store->nruns == store->runs_allocated)
@@ -1099,7 +715,7 @@ add_run(RowStore *store, SortedRun *run)
 	store->runs[store->nruns++] = run;
 }
 
-static void
+void
 drop_run(RowStore *store, SortedRun *run)
 {
 	if (run->gpu != NULL)
@@ -1157,10 +773,8 @@ drop_run(RowStore *store, SortedRun *run)
  * its one GPU run.
  */
 
-static void cover_column(gs_key_column *into, const gs_key_column *column);
-
 /* The rows in memory as records: their bytes together, and the largest. */
-static void
+void
 measure_records(const RowStore *store, Size *total, Size *largest)
 {
 	*total = 0;
@@ -1198,7 +812,7 @@ abandon_gpu_rows(void *arg)
 	service_rows_abandon((ServiceRows *) arg);
 }
 
-static bool
+bool
 gpu_run_allowed(const RowStore *store)
 {
 	return store->spec.spill_to_gpu && gpusort_device != GS_DEVICE_CPU && gpu_service != NULL &&
@@ -1207,7 +821,7 @@ gpu_run_allowed(const RowStore *store)
 
 /* The run whose rows `rows` holds (or, streaming, will), and its slot;
  * the connection closes with the store's memory. */
-static void
+void
 start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
 {
 	MemoryContext old_context = MemoryContextSwitchTo(store->context);
@@ -1273,7 +887,7 @@ open_gpu_run(RowStore *store, Size total)
 /* A parallel share's rows go to the shared rows job from its first row
  * (it attaches as it begins); if it cannot attach (the job's process gone,
  * no slot free), to files. */
-static void
+void
 attach_gpu_run(RowStore *store)
 {
 	MemoryContext old_context = MemoryContextSwitchTo(store->context);
@@ -1288,7 +902,7 @@ attach_gpu_run(RowStore *store)
 }
 
 /* The service failed the rows it holds: they are lost, and so is the query. */
-static void
+void
 gpu_run_failed(void)
 {
 	CHECK_FOR_INTERRUPTS();
@@ -1368,7 +982,7 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 }
 
 /* The slot's row straight to the GPU run (no copy in memory first). */
-static bool
+bool
 stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
 {
 	Size		formed = formed_length(store, slot);
@@ -1395,7 +1009,7 @@ stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableS
 
 /* No more rows to the GPU run: the last half goes, and later rows (if
  * any) stay in memory and files. */
-static void
+void
 stop_streaming(RowStore *store)
 {
 	flush_stream(store);
@@ -1409,7 +1023,7 @@ stop_streaming(RowStore *store)
  * given back, and its connection and slot freed at once (a slot held
  * while the share's runs wait for one to sort in could keep them waiting).
  */
-static void
+void
 finish_gpu_part(RowStore *store)
 {
 	SortedRun  *run = store->gpu_run;
@@ -1434,7 +1048,7 @@ finish_gpu_part(RowStore *store)
 /* Appends the rows in memory (`total` bytes as records, the largest
  * `largest`), in the order they came, to the GPU run; false (nothing sent)
  * when they do not fit the room left. */
-static bool
+bool
 append_to_gpu_run(RowStore *store, Size total, Size largest)
 {
 	SortedRun  *run = store->gpu_run;
@@ -1465,7 +1079,7 @@ append_to_gpu_run(RowStore *store, Size total, Size largest)
 }
 
 /* The service sorts the GPU run: from here on it is read like any run. */
-static void
+void
 sort_gpu_run(RowStore *store)
 {
 	gpu_timing	timing;
@@ -1501,7 +1115,7 @@ sort_gpu_run(RowStore *store)
 
 /* Can the GPU run, alone, be read from its slot (READ_GPU)? Each half keeps
  * room for the largest record before the piece it receives. */
-static bool
+bool
 gpu_read_possible(RowStore *store)
 {
 	return store->nruns == 1 && store->runs[0] == store->gpu_run && store->ntuples == 0 &&
@@ -1553,7 +1167,7 @@ turn_to_other_half(RowStore *store)
  * never asked to go back, and a rescan sorts again
  * (row_store_rewindable()).
  */
-static void
+void
 release_gpu_run(RowStore *store)
 {
 	if (store->gpu_run != NULL)
@@ -1561,7 +1175,7 @@ release_gpu_run(RowStore *store)
 }
 
 /* Reads the GPU run from its start: its first piece, the next on its way. */
-static void
+void
 start_gpu_read(RowStore *store)
 {
 	store->read_reserve = MAXALIGN(store->gpu_run->largest_record);
@@ -1577,7 +1191,7 @@ start_gpu_read(RowStore *store)
 
 /* The GPU run's next row into *tuple, valid until the next call; false at
  * its end. */
-static bool
+bool
 next_gpu_row(RowStore *store, MinimalTuple *tuple)
 {
 	Size		header_size = job_header_size(store);
@@ -1648,7 +1262,7 @@ read_run(SortedRun *run, char *into, size_t length)
  * False where they would take more than a quarter of work_mem
  * (row_store_begin() set none aside): every row then goes to the runs.
  */
-static bool
+bool
 note_best_keys(RowStore *store, size_t nout)
 {
 	size_t		bound = (size_t) store->spec.bound;
@@ -1781,7 +1395,7 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
  * service declines or not even this batch fits (a row wider than half the
  * slot, too little room). Tried once per sort.
  */
-static bool
+bool
 move_to_gpu_run(RowStore *store, bool more_rows)
 {
 	Size		total,
@@ -1826,9 +1440,6 @@ gpu_run_due(const RowStore *store)
 	return memory_to_sort(store) >= GPU_RUN_EARLY_BYTES && gpu_run_allowed(store);
 }
 
-static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, int count,
-								 bool with_memory, size_t limit);
-
 /*
  * Every open run holds a file buffer (BLCKSZ) in the store's memory, which
  * counts against work_mem beside the rows (memory_to_sort()), so runs must
@@ -1841,7 +1452,7 @@ static SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, 
  * slower (bench/README.md). Each row is merged once a level, as in passes
  * at the end.
  */
-static void
+void
 merge_newest_runs(RowStore *store, size_t limit)
 {
 	int			order = row_store_cascade_order(store->spec.work_mem_bytes);
@@ -1873,7 +1484,7 @@ merge_newest_runs(RowStore *store, size_t limit)
 
 /* Sorts the rows in memory (exactly) and writes them as a new run; memory
  * starts over, with room for as many rows again when more are coming. */
-static void
+void
 spill_rows(RowStore *store, bool more_rows)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
@@ -1957,7 +1568,7 @@ fill_chunk(RowStore *store, MergeInput *input, Size need, bool end_allowed)
  * The tuple is used in the chunk: where it lies in a GPU run's record, and
  * moved back to an aligned place in a file's (see below).
  */
-static bool
+bool
 read_chunk_record(RowStore *store, MergeInput *input)
 {
 	bool		in_file = input->run->gpu == NULL;
@@ -2046,7 +1657,7 @@ advance_input(RowStore *store, MergeInput *input)
 }
 
 /* Widens `into` to cover the values and NULLs `column` saw. */
-static void
+void
 cover_column(gs_key_column *into, const gs_key_column *column)
 {
 	into->has_null |= column->has_null;
@@ -2236,7 +1847,7 @@ count_merge_memory(RowStore *store)
 /* The memory a merge may read its runs with: work_mem beside the rows in
  * memory (which prepare_final_merge() keeps only where every run's file
  * buffer and a whole chunk fit beside them). */
-static Size
+Size
 merge_memory(RowStore *store)
 {
 	return store->spec.work_mem_bytes > store->memory_used ?
@@ -2258,7 +1869,7 @@ partition_to(RowStore *store, int p)
 
 /* Makes `input` read `run` from `offset` on, a chunk of `chunk_size` at a
  * time, up to `stop` (NULL: the run's end). */
-static void
+void
 start_run_input(RowStore *store, MergeInput *input, SortedRun *run, Size chunk_size,
 				int64 offset, const RowStoreKey *stop)
 {
@@ -2286,7 +1897,7 @@ start_run_input(RowStore *store, MergeInput *input, SortedRun *run, Size chunk_s
  * when with_memory, reading ahead within `memory` bytes: whole, or (runs
  * only, `partition` >= 0) only that key range of each, from its sample
  * before the range (see row_store_find_partitions()). */
-static void
+void
 start_merge(RowStore *store, int first, int count, bool with_memory, Size memory,
 			int partition)
 {
@@ -2369,7 +1980,7 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 }
 
 /* The merge's next row, or NULL; valid until the next call. */
-static MergeInput *
+MergeInput *
 next_merged(RowStore *store)
 {
 	int			winner;
@@ -2396,7 +2007,7 @@ next_merged(RowStore *store)
 /* Merges runs[first .. first + count - 1] (and the rows in memory) into
  * `merged` (a new run when NULL), at most `limit` rows (0: all), and drops
  * them (their places in the list are the caller's to fill). */
-static SortedRun *
+SortedRun *
 merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool with_memory,
 			   size_t limit)
 {
@@ -2597,7 +2208,7 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
  * rows in memory, if any) are at most `order`. Runs stay in input order.
  * The GPU run is never merged into a file (it is read where it is).
  */
-static void
+void
 merge_runs_down_to(RowStore *store, int order, size_t limit)
 {
 	while (store->nruns + (store->ntuples > 0 ? 1 : 0) > order)
@@ -3010,7 +2621,7 @@ row_store_read_partitions(RowStore *store, RowStorePartitionSource source, void 
 }
 
 /* READ_PARTITIONS: the next partition, merged here or read from its file */
-static void
+void
 open_partition(RowStore *store)
 {
 	int			p = store->partition;
@@ -3036,7 +2647,7 @@ open_partition(RowStore *store)
 	store->partition_open = true;
 }
 
-static void
+void
 close_partition(RowStore *store)
 {
 	if (store->partition_open && !store->partition_here)
