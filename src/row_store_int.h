@@ -407,8 +407,8 @@ file_record_length(const char *record)
  */
 #pragma GCC visibility push(hidden)
 
-/* the rows in memory, sorting them, a bounded sort's pruning (in
- * row_store.c) */
+/* row_store_memory.c: the rows in memory, sorting them, a bounded sort's
+ * pruning */
 extern void count_memory(RowStore *store);
 extern void allocate_rows(RowStore *store, size_t capacity);
 extern bool grow_rows(RowStore *store);
