@@ -419,7 +419,7 @@ extern void sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm);
 extern void prune_rows(RowStore *store);
 extern bool note_best_keys(RowStore *store, size_t nout);
 
-/* sorted runs in temporary files (in row_store.c) */
+/* row_store_runs.c: sorted runs in temporary files */
 extern void write_bytes(BufFile *file, const void *data, size_t length);
 extern bool read_bytes(BufFile *file, void *data, size_t length, bool eof_allowed);
 extern Size pack_fields(const RowStore *store, char *header, uint32 length,
