@@ -437,7 +437,7 @@ extern void add_run(RowStore *store, SortedRun *run);
 extern void drop_run(RowStore *store, SortedRun *run);
 extern void spill_rows(RowStore *store, bool more_rows);
 
-/* merging sorted runs (in row_store.c) */
+/* row_store_merge.c: merging sorted runs */
 extern bool read_chunk_record(RowStore *store, MergeInput *input);
 extern void cover_column(gs_key_column *into, const gs_key_column *column);
 extern Size merge_memory(RowStore *store);
