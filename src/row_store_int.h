@@ -451,7 +451,7 @@ extern SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, 
 extern void merge_newest_runs(RowStore *store, size_t limit);
 extern void merge_runs_down_to(RowStore *store, int order, size_t limit);
 
-/* runs in a GPU's memory (in row_store.c) */
+/* row_store_gpu.c: runs in a GPU's memory */
 extern void measure_records(const RowStore *store, Size *total, Size *largest);
 extern bool gpu_run_allowed(const RowStore *store);
 extern void start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming);
