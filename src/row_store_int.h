@@ -469,7 +469,7 @@ extern void release_gpu_run(RowStore *store);
 extern void start_gpu_read(RowStore *store);
 extern bool next_gpu_row(RowStore *store, MinimalTuple *tuple);
 
-/* a parallel sort's shares and key ranges (in row_store.c) */
+/* row_store_parallel.c: a parallel sort's shares and key ranges */
 extern void open_partition(RowStore *store);
 extern void close_partition(RowStore *store);
 
