@@ -30,6 +30,9 @@
 /* Smallest buffer of rows a bounded sort prunes: small, so that a small
  * bound has its threshold early (bench/README.md, "Top-N"). */
 #define MIN_PRUNE_ROWS 1024
+/* An unbounded serial sort's rows in memory that go to a GPU run even
+ * within work_mem (gpu_run_due()). */
+#define GPU_RUN_EARLY_BYTES ((Size) 64 * 1024 * 1024)
 
 /* ---- the public interface ---- */
 

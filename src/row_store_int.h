@@ -37,9 +37,6 @@
 /* Rows held in a GPU's memory: room asked for, and the most read back at
  * once (within work_mem). */
 #define MIN_GPU_RUN_BYTES ((Size) 64 * 1024 * 1024)
-/* An unbounded serial sort's rows in memory that go to a GPU run even
- * within work_mem (gpu_run_due()). */
-#define GPU_RUN_EARLY_BYTES ((Size) 64 * 1024 * 1024)
 #define MAX_GPU_READ_CHUNK ((Size) 8 * 1024 * 1024)
 
 /* A sample of a run: a record's keys, and where it starts. */
