@@ -24,8 +24,11 @@ MODULE_big = gpusort
 DATA = $(notdir $(wildcard $(srcdir)/gpusort--*.sql))
 PGFILEDESC = "gpusort - ORDER BY and array sorting on the GPU"
 
-GLUE_OBJS = src/gpusort.o src/settings.o src/plan_info.o src/errors.o src/types.o src/array_functions.o \
-	src/info.o src/stats.o src/planner.o src/executor.o src/node_rows.o src/client_statement.o src/row_store.o \
+GLUE_OBJS = src/gpusort.o src/settings.o src/plan_info.o src/errors.o \
+	src/types.o src/array_functions.o src/info.o src/stats.o \
+	src/planner.o src/executor.o src/node_rows.o src/client_statement.o \
+	src/row_store.o src/row_store_memory.o src/row_store_runs.o \
+	src/row_store_merge.o src/row_store_gpu.o src/row_store_parallel.o \
 	src/explain.o src/parallel_sort.o src/key_reader.o \
 	src/tuple_former.o src/table_pages.o src/worker_reports.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \

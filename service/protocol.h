@@ -57,13 +57,13 @@
  * records to `slot_position`" -> ACK) read them back, any range, any
  * number of times, until the client closes. The client may send its next
  * PUT or GET before it reads the last one's ACK, filling or reading
- * another part of the slot meanwhile. A record is laid out as row_store.c
- * writes its runs: uint32 tuple length, the encoded keys (uint64 each),
- * the NULL flags (a byte each), zero bytes up to a multiple of 8, the
- * tuple, zero bytes, and uint32 tuple length again as the record's last
- * bytes, which make a multiple of 8 (gs_row_record_bytes()). Records that
- * follow each other from an aligned address therefore keep every tuple
- * MAXALIGNed, and readers use tuples where they lie.
+ * another part of the slot meanwhile. A record is laid out as
+ * row_store_gpu.c writes its runs: uint32 tuple length, the encoded keys
+ * (uint64 each), the NULL flags (a byte each), zero bytes up to a multiple
+ * of 8, the tuple, zero bytes, and uint32 tuple length again as the
+ * record's last bytes, which make a multiple of 8 (gs_row_record_bytes()).
+ * Records that follow each other from an aligned address therefore keep
+ * every tuple MAXALIGNed, and readers use tuples where they lie.
  *
  * A rows job's SUBMIT passes a temporary file of the client's (SCM_RIGHTS),
  * opened through PostgreSQL's temporary-file layer. When the service gives

@@ -127,7 +127,7 @@ extern void gpu_service_set_gpu_required(bool required);
 
 /*
  * A spilled sort's rows in a GPU's memory (a rows job, protocol.h): the
- * row store (src/row_store.c) lays batches of records out in the slot
+ * row store (src/row_store_gpu.c) lays batches of records out in the slot
  * (noting each as sent) and appends them, has the service sort them all,
  * then reads the ordered records back (checking each). Open returns NULL
  * (and *why) when the service cannot take them now; the others return

@@ -17,9 +17,10 @@
  * runs only down to MAX_SHARE_RUNS (fewer when the leader's work_mem could
  * not read them all at once). The GpuSort above runs the Gather to its
  * end, opens every share's runs and merges them on their encoded keys as
- * the rows are read (row_store.c). The rows thus reach the leader through
- * temporary files, already encoded, instead of one tuple at a time through
- * a queue and a merge that decodes the keys again, as Gather Merge does.
+ * the rows are read (row_store_parallel.c). The rows thus reach the leader
+ * through temporary files, already encoded, instead of one tuple at a time
+ * through a queue and a merge that decodes the keys again, as Gather Merge
+ * does.
  *
  * With the GPU service (gpusort.spill_to_gpu, an unbounded sort), the rows
  * skip the files: as the Gather starts its workers the leader opens one
@@ -27,7 +28,7 @@
  * planner expects, and puts what finds it in the dynamic shared memory.
  * Each process that runs a share attaches to the job with a connection
  * and slot of its own and streams its rows into it as they come,
- * unsorted (row_store.c); only rows beyond the job's room become sorted
+ * unsorted (row_store_gpu.c); only rows beyond the job's room become sorted
  * runs. The node above, once every share is written, has the service sort
  * the job's rows once and reads them in order straight from its slot, or
  * merges them with the files. No key ranges are merged then: the workers
@@ -45,7 +46,7 @@
  * above, which stops reading the Gather when every process that runs a
  * share has counted itself, while the workers are still there. It then
  * cuts the key space into ranges of about equal bytes, from the samples
- * the runs noted in files beside them (row_store.c), and publishes the
+ * the runs noted in files beside them (row_store_runs.c), and publishes the
  * splitters, with a file of where each range starts in each run. Workers
  * claim ranges in order and merge each, from every run, into a file of its own;
  * the leader reads the ranges in turn: one a worker finished from its

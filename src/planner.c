@@ -265,7 +265,7 @@ disk_pages(Path *input, int nkeys, double rows)
 }
 
 /* The runs an external sort of `kept` rows writes (one work_mem of rows
- * each), and how many of them one merge takes (row_store.c's order). */
+ * each), and how many of them one merge takes (row_store_merge.c's order). */
 static void
 external_sort_shape(Path *input, int nkeys, double kept, double *runs, double *merge_order)
 {

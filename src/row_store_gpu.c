@@ -1,0 +1,563 @@
+/*
+ * row_store_gpu.c — the row store's runs in a GPU's memory.
+ *
+ * Beyond work_mem with the GPU service (gpusort.spill_to_gpu, serial and
+ * unbounded sorts), or beyond GPU_RUN_EARLY_BYTES where the rows are read
+ * forward once: the rows go to a GPU's memory instead, the first batch
+ * from memory, every later row straight from the scan into the service's
+ * slot; the service sorts them there and they are read back from the slot
+ * in order ("runs in a GPU's memory" below). What does not fit the room
+ * the service gave goes to files as other runs do (row_store_runs.c),
+ * merged with the GPU's run. A parallel sort's shares all stream into one
+ * such job, from their first row.
+ */
+#include "gpusort.h"
+
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/memutils.h"
+
+#include "row_store_int.h"
+
+/* ---- runs in a GPU's memory ---- */
+
+/*
+ * Beyond work_mem, the rows may go to a GPU's memory instead of temporary
+ * files (gpusort.spill_to_gpu): the batch that first fills work_mem (or,
+ * for an unbounded exact sort read forward once, GPU_RUN_EARLY_BYTES of
+ * it) is appended, unsorted, to one rows job of the GPU service (service.h), and
+ * every later row goes straight into the job's slot; at the end the
+ * service sorts them all and lays them out in order, and they are read
+ * back from the slot (READ_GPU below). Rows that do not fit the room the
+ * service gave go to files as before, and that run is merged with theirs
+ * (read through a chunk of up to MAX_GPU_READ_CHUNK). Bounded sorts keep
+ * to files.
+ *
+ * A parallel share (spec.gpu_share) attaches to the leader's shared rows
+ * job instead and streams every row from its first; it never sorts or
+ * reads the job. row_store_finish_share() reports its part, and the
+ * leader's store (row_store_begin_merge()) makes the parts of all shares
+ * its one GPU run.
+ */
+
+/* The rows in memory as records: their bytes together, and the largest. */
+void
+measure_records(const RowStore *store, Size *total, Size *largest)
+{
+	*total = 0;
+	*largest = 0;
+	for (size_t i = 0; i < store->ntuples; i++)
+	{
+		Size		size = job_record_size(store, store->tuples[i]->t_len);
+
+		*total += size;
+		*largest = Max(*largest, size);
+	}
+}
+
+/* The GPU run out of the runs and closed (its memory goes back to the
+ * service); rows no longer go to it. */
+static void
+drop_gpu_run(RowStore *store)
+{
+	SortedRun  *run = store->gpu_run;
+	int			r = 0;
+
+	while (store->runs[r] != run)
+		r++;
+	memmove(&store->runs[r], &store->runs[r + 1], (store->nruns - r - 1) * sizeof(SortedRun *));
+	store->nruns--;
+	store->gpu_run_open = false;
+	drop_run(store, run);
+}
+
+/* The store's memory goes: in an abort, the resource owner closes the
+ * job's file; otherwise drop_run() or row_store_end() closed the job. */
+static void
+abandon_gpu_rows(void *arg)
+{
+	service_rows_abandon((ServiceRows *) arg);
+}
+
+bool
+gpu_run_allowed(const RowStore *store)
+{
+	return store->spec.spill_to_gpu && gpusort_device != GS_DEVICE_CPU && gpu_service != NULL &&
+		store->spec.bound == 0 && store->spec.share_files == NULL && store->ntuples > 0;
+}
+
+/* The run whose rows `rows` holds (or, streaming, will), and its slot;
+ * the connection closes with the store's memory. */
+void
+start_gpu_run(RowStore *store, ServiceRows *rows, bool streaming)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+	MemoryContextCallback *callback;
+	SortedRun  *run;
+	uint64		slot_bytes;
+
+	callback = palloc0(sizeof(MemoryContextCallback));
+	callback->func = abandon_gpu_rows;
+	callback->arg = rows;
+	MemoryContextRegisterResetCallback(store->context, callback);
+
+	run = palloc0(sizeof(SortedRun));
+	run->file_number = -1;
+	run->gpu = rows;
+	for (int k = 0; k < store->nkeys; k++)
+		gs_key_column_init(&run->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+	add_run(store, run);
+	store->gpu_run = run;
+	store->gpu_run_open = streaming;
+	store->stream_slot = service_rows_slot(rows, &slot_bytes);
+	store->stream_half = (Size) (slot_bytes / 2) & ~(Size) 7;
+	MemoryContextSwitchTo(old_context);
+}
+
+uint64
+row_store_gpu_room(double rows, Size record_bytes)
+{
+	double		room = rows * record_bytes * 2;
+
+	return Max((uint64) Min(room, (double) PG_INT64_MAX / 2), (uint64) MIN_GPU_RUN_BYTES);
+}
+
+/* The rows job, asked for at the first spill or early move: room for the
+ * rows the planner expects (and work_mem, below). Declined: memory and
+ * files, as before. */
+static void
+open_gpu_run(RowStore *store, Size total)
+{
+	Size		average = total / store->ntuples;
+	uint64		capacity = row_store_gpu_room(Max(store->spec.expected_rows,
+												  (double) store->ntuples), average);
+	uint64		memory_limit = (uint64) gpusort_gpu_memory_limit_mb << 20;
+	MemoryContext old_context;
+	ServiceRows *rows;
+	char		why[256];
+
+	/* moving early, past the planner's estimate: room for at least what
+	 * work_mem would have held in memory */
+	if (store->ntuples > store->spec.expected_rows &&
+		memory_to_sort(store) < store->spec.work_mem_bytes)
+		capacity = Max(capacity, (uint64) store->spec.work_mem_bytes);
+	old_context = MemoryContextSwitchTo(store->context);
+	rows = service_rows_open(capacity, Max(average / 2, job_record_size(store, 0)), store->nkeys,
+							 store->plan->descending, store->plan->nulls_first, memory_limit,
+							 false, why, sizeof(why));
+	MemoryContextSwitchTo(old_context);
+	if (rows != NULL)
+		start_gpu_run(store, rows, true);
+}
+
+/* A parallel share's rows go to the shared rows job from its first row
+ * (it attaches as it begins); if it cannot attach (the job's process gone,
+ * no slot free), to files. */
+void
+attach_gpu_run(RowStore *store)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+	char		why[256];
+	ServiceRows *rows;
+
+	store->gpu_run_tried = true;
+	rows = service_rows_attach(store->spec.gpu_share, why, sizeof(why));
+	MemoryContextSwitchTo(old_context);
+	if (rows != NULL)
+		start_gpu_run(store, rows, true);
+}
+
+/* The service failed the rows it holds: they are lost, and so is the query. */
+void
+gpu_run_failed(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	ereport(ERROR,
+			(errcode(ERRCODE_SYSTEM_ERROR),
+			 errmsg("gpusort: the GPU service lost the rows of a sort beyond work_mem"),
+			 errdetail("%s", gpu_last_error()),
+			 errhint("Run the query again. With gpusort.spill_to_gpu = off, such sorts keep "
+					 "their rows in temporary files.")));
+}
+
+/* A GPU run's record's header: those fields and their padding; returns its
+ * size. */
+static Size
+pack_header(const RowStore *store, char *header, uint32 length, const uint64_t *keys,
+			const bool *nulls)
+{
+	Size		size = job_header_size(store);
+	Size		used = pack_fields(store, header, length, keys, nulls);
+
+	memset(header + used, 0, size - used);
+	return size;
+}
+
+/* What follows a record's tuple: padding, and the length last, laid out in
+ * `tail`; returns its size (4 to 11 bytes). */
+static Size
+pack_tail(const RowStore *store, char *tail, uint32 length)
+{
+	Size		size = job_record_size(store, length) - job_header_size(store) - length;
+
+	memset(tail, 0, size - sizeof(length));
+	memcpy(tail + size - sizeof(length), &length, sizeof(length));
+	return size;
+}
+
+/* Sends the half of the slot being filled, and turns to the other. */
+static void
+flush_stream(RowStore *store)
+{
+	instr_time	start,
+				duration;
+
+	if (store->stream_records == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	if (!service_rows_append(store->gpu_run->gpu, store->stream_side * store->stream_half,
+							 store->stream_records, store->stream_used))
+		gpu_run_failed();
+	store->stream_side ^= 1;
+	store->stream_used = 0;
+	store->stream_records = 0;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
+}
+
+/*
+ * Room for one record of a `length`-byte tuple in the slot for the GPU
+ * run, its header and tail laid out and the row counted; returns where
+ * the tuple goes, or NULL (nothing written) when the run has no room left.
+ */
+static char *
+stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 length)
+{
+	SortedRun  *run = store->gpu_run;
+	Size		size = job_record_size(store, length);
+	char	   *record;
+
+	if (size > store->stream_half ||
+		!service_rows_room(run->gpu, store->stream_records + 1, store->stream_used + size))
+		return NULL;
+	if (store->stream_used + size > store->stream_half)
+		flush_stream(store);
+	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
+	record += pack_header(store, record, length, keys, nulls);
+	service_rows_note_sent(run->gpu, length, keys, nulls);
+	pack_tail(store, record + length, length);
+	store->stream_used += size;
+	store->stream_records++;
+	run->largest_record = Max(run->largest_record, size);
+	for (int k = 0; k < store->nkeys; k++)
+		gs_key_column_observe(&run->columns[k], nulls[k], keys[k]);
+	run->rows++;
+	run->bytes += size;
+	return record;
+}
+
+/* One row's tuple bytes as a record in the slot for the GPU run; false
+ * (nothing written) when the run has no room left for it. */
+static bool
+stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const char *tuple,
+			  uint32 length)
+{
+	char	   *into = stream_reserve(store, keys, nulls, length);
+
+	if (into == NULL)
+		return false;
+	memcpy(into, tuple, length);
+	memcpy(into, &length, sizeof(length));	/* t_len */
+	return true;
+}
+
+/* The slot's row straight to the GPU run (no copy in memory first). */
+bool
+stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
+{
+	Size		formed = formed_length(store, slot);
+	bool		should_free;
+	uint32		length;
+	char	   *bytes;
+	bool		done;
+
+	if (formed > 0)
+	{
+		char	   *into = stream_reserve(store, keys, nulls, formed);
+
+		if (into == NULL)
+			return false;
+		tuple_former_fill(&store->former, slot, into);
+		return true;
+	}
+	bytes = slot_tuple_bytes(slot, &length, &should_free);
+	done = stream_record(store, keys, nulls, bytes, length);
+	if (should_free)
+		pfree(bytes);
+	return done;
+}
+
+/* No more rows to the GPU run: the last half goes, and later rows (if
+ * any) stay in memory and files. */
+void
+stop_streaming(RowStore *store)
+{
+	flush_stream(store);
+	store->gpu_run_open = false;
+}
+
+/*
+ * A share's part of the shared rows job, once it sends no more (its room
+ * ran out, or its rows ended): its last batch taken (so the leader's sort
+ * finds it there), its totals in store->gpu_part, the room it did not use
+ * given back, and its connection and slot freed at once (a slot held
+ * while the share's runs wait for one to sort in could keep them waiting).
+ */
+void
+finish_gpu_part(RowStore *store)
+{
+	SortedRun  *run = store->gpu_run;
+	RowStoreRun *part = &store->gpu_part;
+
+	stop_streaming(store);
+	if (!service_rows_wait(run->gpu))
+		gpu_run_failed();
+	memset(part, 0, sizeof(RowStoreRun));
+	part->rows = run->rows;
+	part->bytes = run->bytes;
+	part->largest_record = run->largest_record;
+	memcpy(part->columns, run->columns, sizeof(part->columns));
+	part->file_number = -1;
+	part->share = -1;
+	store->stats.gpu_run_rows = run->rows;
+	store->stats.gpu_run_bytes = run->bytes;
+	service_rows_detach(run->gpu);
+	drop_gpu_run(store);
+}
+
+/* Appends the rows in memory (`total` bytes as records, the largest
+ * `largest`), in the order they came, to the GPU run; false (nothing sent)
+ * when they do not fit the room left. */
+bool
+append_to_gpu_run(RowStore *store, Size total, Size largest)
+{
+	SortedRun  *run = store->gpu_run;
+
+	if (largest > store->stream_half ||
+		!service_rows_room(run->gpu, store->stream_records + store->ntuples,
+						   store->stream_used + total))
+		return false;
+	for (size_t i = 0; i < store->ntuples; i++)
+	{
+		uint64_t	keys[GS_MAX_KEY_COLUMNS];
+		bool		nulls[GS_MAX_KEY_COLUMNS];
+
+		if (i + PREFETCH_DISTANCE < store->ntuples)
+			prefetch_tuple(store->tuples[i + PREFETCH_DISTANCE]);
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			keys[k] = store->column_keys[k][i];
+			nulls[k] = store->column_nulls[k][i];
+		}
+		if (!stream_record(store, keys, nulls, (char *) store->tuples[i],
+						   store->tuples[i]->t_len))
+			elog(ERROR, "gpusort: the GPU's room for rows ran out unexpectedly");
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * Opens the GPU run and moves the rows in memory into it; later rows go
+ * there as they come. False, with the rows still in memory, when the
+ * service declines or not even this batch fits (a row wider than half the
+ * slot, too little room). Tried once per sort.
+ */
+bool
+move_to_gpu_run(RowStore *store, bool more_rows)
+{
+	Size		total,
+				largest;
+
+	store->gpu_run_tried = true;
+	measure_records(store, &total, &largest);
+	open_gpu_run(store, total);
+	if (store->gpu_run == NULL)
+		return false;
+	if (!append_to_gpu_run(store, total, largest))
+	{
+		drop_gpu_run(store);
+		return false;
+	}
+	store->stats.external = true;
+	/* rows come back to memory only when the GPU's room runs out */
+	MemoryContextDelete(store->rows_context);
+	allocate_rows(store, more_rows ? MIN_RUN_ROWS : 1);
+	return true;
+}
+
+/* The service sorts the GPU run: from here on it is read like any run. */
+void
+sort_gpu_run(RowStore *store)
+{
+	gpu_timing	timing;
+	gs_sort_report report;
+	instr_time	start,
+				duration;
+
+	stop_streaming(store);
+	store->stats.gpu_run_rows = store->gpu_run->rows;
+	store->stats.gpu_run_bytes = store->gpu_run->bytes;
+	INSTR_TIME_SET_CURRENT(start);
+	if (!service_rows_sort(store->gpu_run->gpu, &timing))
+		gpu_run_failed();
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	store->stats.sort_ms += INSTR_TIME_GET_MILLISEC(duration);
+	store->stats.sorts++;
+	store->stats.gpu_sorts++;
+	store->stats.gpu_index = timing.device_index;
+	/* for EXPLAIN: the rows twice (as gathered and in order) */
+	memset(&report, 0, sizeof(report));
+	report.ran_on = GS_DEVICE_GPU;
+	report.algorithm = GS_ALGO_RADIX;
+	report.upload_ms = timing.upload_ms;
+	report.sort_ms = timing.sort_ms;
+	report.gpu_bytes = 2 * (size_t) store->gpu_run->bytes;
+	report.gpu_index = timing.device_index;
+	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
+	store->have_report = true;
+}
+
+/* ---- reading the GPU run straight from its slot ---- */
+
+/* Can the GPU run, alone, be read from its slot (READ_GPU)? Each half keeps
+ * room for the largest record before the piece it receives. */
+bool
+gpu_read_possible(RowStore *store)
+{
+	return store->nruns == 1 && store->runs[0] == store->gpu_run && store->ntuples == 0 &&
+		MAXALIGN(store->gpu_run->largest_record) <= store->stream_half / 4;
+}
+
+/* Asks for the next piece of the GPU run into half `side` of the slot. */
+static void
+request_gpu_piece(RowStore *store, int side)
+{
+	SortedRun  *run = store->gpu_run;
+	Size		length = (Size) Min((int64) (store->stream_half - store->read_reserve),
+									run->bytes - store->read_requested);
+
+	if (!service_rows_request(run->gpu, store->read_requested, length,
+							  side * store->stream_half + store->read_reserve))
+		gpu_run_failed();
+	store->read_requested += length;
+	store->read_coming = length;
+}
+
+/* Moves reading to the piece that came into the other half; what is left
+ * of a record in this half goes just before it. The half left is asked to
+ * be filled again: no row returned lies in it any more. */
+static void
+turn_to_other_half(RowStore *store)
+{
+	Size		left = store->read_end - store->read_next;
+	int			other = store->read_side ^ 1;
+	char	   *piece = store->stream_slot + other * store->stream_half + store->read_reserve;
+	Size		length = store->read_coming;
+
+	if (!service_rows_wait(store->gpu_run->gpu))
+		gpu_run_failed();
+	if (left > store->read_reserve)
+		elog(ERROR, "gpusort: the GPU service returned a row longer than any it was given");
+	memmove(piece - left, store->read_next, left);
+	store->read_next = piece - left;
+	store->read_end = piece + length;
+	store->read_side = other;
+	store->read_coming = 0;
+	if (store->read_requested < store->gpu_run->bytes)
+		request_gpu_piece(store, other ^ 1);
+}
+
+/*
+ * Every row was read: the GPU memory goes back now rather than when the
+ * query ends (a cursor left open, a sort below a long join). READ_GPU is
+ * never asked to go back, and a rescan sorts again
+ * (row_store_rewindable()).
+ */
+void
+release_gpu_run(RowStore *store)
+{
+	if (store->gpu_run != NULL)
+		drop_gpu_run(store);
+}
+
+/* Reads the GPU run from its start: its first piece, the next on its way. */
+void
+start_gpu_read(RowStore *store)
+{
+	store->read_reserve = MAXALIGN(store->gpu_run->largest_record);
+	store->read_requested = 0;
+	store->read_side = 1;
+	store->read_next = store->read_end = store->stream_slot + store->stream_half +
+		store->read_reserve;
+	if (!service_rows_wait(store->gpu_run->gpu))
+		gpu_run_failed();
+	request_gpu_piece(store, 0);
+	turn_to_other_half(store);
+}
+
+/* The GPU run's next row into *tuple, valid until the next call; false at
+ * its end. */
+bool
+next_gpu_row(RowStore *store, MinimalTuple *tuple)
+{
+	Size		header_size = job_header_size(store);
+	uint32		length = 0;
+	char	   *data;
+	uint32		trailer;
+
+	if (store->gpu_run == NULL)
+		return false;			/* read to its end and given back */
+
+	for (;;)
+	{
+		Size		left = store->read_end - store->read_next;
+
+		if (left >= header_size)
+		{
+			memcpy(&length, store->read_next, sizeof(length));
+			if (length < GS_MIN_TUPLE_BYTES)
+				elog(ERROR, "gpusort: the GPU service returned a corrupt row");
+			if (left >= job_record_size(store, length))
+				break;
+		}
+		if (store->read_coming == 0)
+		{
+			if (left > 0)
+				elog(ERROR, "gpusort: the GPU service returned a row cut short");
+			release_gpu_run(store);
+			return false;
+		}
+		turn_to_other_half(store);
+	}
+	if (!service_rows_check_record(store->gpu_run->gpu, store->read_next))
+		gpu_run_failed();
+	data = store->read_next + header_size;
+	store->read_next += job_record_size(store, length);
+	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
+	if (trailer != length)
+		elog(ERROR, "gpusort: the GPU service returned a corrupt row");
+	/* the last row: the caller may not ask again, so the rows are proved
+	 * those sent before it gets it */
+	if (store->read_coming == 0 && store->read_next == store->read_end &&
+		!service_rows_check_end(store->gpu_run->gpu))
+		gpu_run_failed();
+	/* records are multiples of 8 bytes from an aligned start */
+	Assert((uintptr_t) data % MAXIMUM_ALIGNOF == 0);
+	*tuple = (MinimalTuple) data;
+	return true;
+}

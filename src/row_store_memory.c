@@ -1,0 +1,499 @@
+/*
+ * row_store_memory.c — the row store's rows in memory: kept, counted, sorted.
+ *
+ * In memory: tuples are copied into large arena chunks and their sort keys,
+ * encoded (types.c), into per-column arrays. At the end the engine sorts
+ * the (key, row) pairs, on the GPU when one is usable, and the rows are
+ * read back in that order, forward or backward.
+ *
+ * Bounded (LIMIT): only the best `bound` rows are kept. The buffer is
+ * pruned by sorting whenever it holds twice the bound (at least
+ * MIN_PRUNE_ROWS), the rows kept closing up in place, and rows that cannot
+ * beat the bound-th row kept are not copied at all.
+ */
+#include "gpusort.h"
+
+#include <sys/mman.h>
+
+#include "portability/instr_time.h"
+#include "utils/memutils.h"
+
+#include "row_store_int.h"
+
+/* Transparent huge pages: the size of one (x86-64, arm64 with 4 kB pages). */
+#define HUGE_PAGE_SIZE ((Size) 2 * 1024 * 1024)
+/* Arena chunks: small against work_mem, so little of it goes unused. */
+#define ARENA_CHUNK_MIN ((Size) 8 * 1024)
+#define ARENA_CHUNK_MAX ((Size) 8 * 1024 * 1024)
+
+/* ---- memory ---- */
+
+void
+count_memory(RowStore *store)
+{
+	store->memory_used = MemoryContextMemAllocated(store->rows_context, true);
+	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used +
+								   files_memory(store) +
+								   (store->best_keys != NULL ? store->best_bytes : 0));
+}
+
+/*
+ * Memory for the rows, which the sort's order then visits at random: with
+ * 4 kB pages nearly every visit misses the TLB once the rows outgrow a few
+ * MB. Where the kernel lends transparent huge pages on request (the usual
+ * "madvise" setting), the parts of a large allocation not yet touched get
+ * 2 MB pages. The advice is only that; an allocation too small, or a
+ * kernel that declines, keeps 4 kB pages.
+ */
+static void
+advise_huge_pages(void *memory, Size size)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	start = TYPEALIGN(HUGE_PAGE_SIZE, (uintptr_t) memory);
+	uintptr_t	end = TYPEALIGN_DOWN(HUGE_PAGE_SIZE, (uintptr_t) memory + size);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+static void *
+allocate_row_memory(RowStore *store, Size size)
+{
+	void	   *memory = MemoryContextAllocHuge(store->rows_context, size);
+
+	advise_huge_pages(memory, size);
+	return memory;
+}
+
+static void *
+grow_row_memory(void *memory, Size size)
+{
+	memory = repalloc_huge(memory, size);
+	advise_huge_pages(memory, size);
+	return memory;
+}
+
+/* Arrays for `capacity` rows in a new rows_context (the old one, if any, is
+ * left to the caller). */
+void
+allocate_rows(RowStore *store, size_t capacity)
+{
+	store->rows_context = AllocSetContextCreate(store->context, "GpuSort rows",
+												ALLOCSET_DEFAULT_SIZES);
+	store->tuples = allocate_row_memory(store, capacity * sizeof(MinimalTuple));
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		store->column_keys[k] = allocate_row_memory(store, capacity * sizeof(uint64_t));
+		store->column_nulls[k] = allocate_row_memory(store, capacity);
+	}
+	store->capacity = capacity;
+	store->ntuples = 0;
+	store->arena_next = NULL;
+	store->arena_left = 0;
+	store->arena_chunks = NULL;
+	store->arena_sizes = NULL;
+	store->arena_nchunks = 0;
+	store->arena_max_chunks = 0;
+	store->arena_current = -1;
+	store->order = NULL;
+	store->sorted = NULL;
+	for (int k = 0; k < store->nkeys; k++)
+		gs_key_column_init(&store->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+	count_memory(store);
+}
+
+/*
+ * Room for more rows in memory: twice as many, or where that would pass
+ * work_mem, as many more as the rows so far say still fit (each row costs
+ * its array slots now and its tuple when it comes). False, with nothing
+ * changed, when no more fit and the run may close (see run_is_full()).
+ */
+bool
+grow_rows(RowStore *store)
+{
+	size_t		capacity = store->capacity * 2;
+
+	if (store->ntuples >= MIN_RUN_ROWS || store->memory_used >= MIN_RUN_BYTES)
+	{
+		Size		limit = store->spec.work_mem_bytes;
+		Size		used = memory_to_sort(store);
+		Size		room = limit > used ? limit - used : 0;
+		Size		row_bytes = Max((used - files_memory(store)) / Max(store->ntuples, 1), 1);
+
+		capacity = Min(capacity, store->capacity + room / row_bytes);
+		if (capacity <= store->capacity)
+			return false;
+	}
+
+	store->tuples = grow_row_memory(store->tuples, capacity * sizeof(MinimalTuple));
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		store->column_keys[k] = grow_row_memory(store->column_keys[k],
+												capacity * sizeof(uint64_t));
+		store->column_nulls[k] = grow_row_memory(store->column_nulls[k], capacity);
+	}
+	store->capacity = capacity;
+	count_memory(store);
+	return true;
+}
+
+/* Moves the arena on to its next chunk of at least `size` bytes: one left
+ * from before a prune (tuples stay in input order: a chunk too small is
+ * passed over), or a new one. */
+static void
+next_arena_chunk(RowStore *store, Size size)
+{
+	Size		limit = store->spec.work_mem_bytes;
+	Size		used;
+	Size		chunk;
+
+	while (store->arena_current + 1 < store->arena_nchunks)
+	{
+		int			next = ++store->arena_current;
+
+		if (store->arena_sizes[next] >= size)
+		{
+			store->arena_next = store->arena_chunks[next];
+			store->arena_left = store->arena_sizes[next];
+			return;
+		}
+	}
+
+	/* near work_mem, no more than is left of it */
+	used = memory_to_sort(store);
+	chunk = Min(limit / 16, ARENA_CHUNK_MAX);
+	chunk = Min(chunk, limit > used ? limit - used : 0);
+	chunk = Max(Max(chunk, ARENA_CHUNK_MIN), size);
+	if (store->arena_nchunks == store->arena_max_chunks)
+	{
+		int			more = Max(store->arena_max_chunks * 2, 16);
+
+		if (store->arena_chunks == NULL)
+		{
+			store->arena_chunks = MemoryContextAlloc(store->rows_context, more * sizeof(char *));
+			store->arena_sizes = MemoryContextAlloc(store->rows_context, more * sizeof(Size));
+		}
+		else
+		{
+			store->arena_chunks = repalloc(store->arena_chunks, more * sizeof(char *));
+			store->arena_sizes = repalloc(store->arena_sizes, more * sizeof(Size));
+		}
+		store->arena_max_chunks = more;
+	}
+	store->arena_current = store->arena_nchunks++;
+	store->arena_chunks[store->arena_current] = allocate_row_memory(store, chunk);
+	store->arena_sizes[store->arena_current] = chunk;
+	store->arena_next = store->arena_chunks[store->arena_current];
+	store->arena_left = chunk;
+	count_memory(store);
+}
+
+/* Room in the arena for a `length`-byte minimal tuple. */
+static char *
+arena_alloc(RowStore *store, uint32 length)
+{
+	Size		aligned = MAXALIGN(length);
+	char	   *place;
+
+	if (aligned > store->arena_left)
+		next_arena_chunk(store, aligned);
+	place = store->arena_next;
+	store->arena_next += aligned;
+	store->arena_left -= aligned;
+	return place;
+}
+
+/*
+ * The slot's row as the bytes of a minimal tuple, without a copy where it
+ * is a heap tuple (the usual case: a scan), formed by PostgreSQL where
+ * formed_length() said 0. Those bytes do not carry the minimal tuple's
+ * length: whoever copies them sets t_len. *should_free: the caller pfrees
+ * them after.
+ */
+char *
+slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free)
+{
+	MinimalTuple tuple;
+
+	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
+	{
+		HeapTuple	heap = ExecFetchSlotHeapTuple(slot, false, NULL);
+
+		*should_free = false;
+		*length = heap->t_len - MINIMAL_TUPLE_OFFSET;
+		return (char *) heap->t_data + MINIMAL_TUPLE_OFFSET;
+	}
+	tuple = ExecFetchSlotMinimalTuple(slot, should_free);
+	*length = tuple->t_len;
+	return (char *) tuple;
+}
+
+/* The slot's row as a minimal tuple in the arena. */
+MinimalTuple
+copy_row(RowStore *store, TupleTableSlot *slot)
+{
+	Size		formed = formed_length(store, slot);
+	bool		should_free;
+	uint32		length;
+	char	   *bytes;
+	MinimalTuple result;
+
+	if (formed > 0)
+		return tuple_former_fill(&store->former, slot, arena_alloc(store, formed));
+	bytes = slot_tuple_bytes(slot, &length, &should_free);
+	result = (MinimalTuple) arena_alloc(store, length);
+	memcpy(result, bytes, length);
+	result->t_len = length;
+	if (should_free)
+		pfree(bytes);
+	return result;
+}
+
+/* ---- order of encoded keys ---- */
+
+/* A bounded sort's rows at or beyond these keys are not kept. */
+void
+lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls)
+{
+	if (store->have_threshold &&
+		compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) >= 0)
+		return;
+	memcpy(store->threshold_keys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(store->threshold_nulls, nulls, store->nkeys);
+	store->have_threshold = true;
+}
+
+/* ---- sorting the rows in memory ---- */
+
+/* Sorts the rows in memory; store->order gets their order. */
+void
+sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
+{
+	gs_key_layout layout;
+	gs_sort_request settings;
+	gs_sort_report report;
+	gs_status	status;
+	instr_time	start,
+				duration;
+	MemoryContext old_context = MemoryContextSwitchTo(store->rows_context);
+
+	if (gs_key_layout_build(&layout, store->columns, store->nkeys) != GS_OK)
+		elog(ERROR, "gpusort: could not lay out %d sort keys", store->nkeys);
+	store->order = MemoryContextAllocHuge(store->rows_context,
+										  Max(store->ntuples, 1) * sizeof(uint32_t));
+	gpusort_request_init(&settings);
+	settings.algorithm = algorithm;
+	settings.intervals = (uint32_t) Max(store->spec.intervals, 1);
+	settings.limit = limit;
+	/* intervals over the whole input's range, also when a bounded sort kept
+	 * only some of its rows */
+	if (algorithm == GS_ALGO_APPROX && store->approx_range.has_value)
+	{
+		settings.approx_range_given = true;
+		settings.approx_min_key = store->approx_range.min_key;
+		settings.approx_max_key = store->approx_range.max_key;
+	}
+
+	INSTR_TIME_SET_CURRENT(start);
+	status = gs_sort_rows(&layout, store->ntuples,
+						  (const uint64_t *const *) store->column_keys,
+						  (const bool *const *) store->column_nulls,
+						  &settings, store->order, &report);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	MemoryContextSwitchTo(old_context);
+	gpusort_check_status(status, &report);
+
+	store->stats.sort_ms += INSTR_TIME_GET_MILLISEC(duration);
+	store->stats.sorts++;
+	if (report.ran_on == GS_DEVICE_GPU)
+	{
+		store->stats.gpu_sorts++;
+		store->stats.gpu_index = report.gpu_index;
+	}
+	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
+	store->have_report = true;
+	store->stats.layout_words = layout.nwords;
+	count_memory(store);
+}
+
+/*
+ * Moves the tuples of rows[0..n) to the front of the arena, in order: the
+ * rows are in input order, and so is the arena, so no tuple moves to a
+ * place after its own and none is overwritten before it has moved. The
+ * chunks after the last tuple are left for next_arena_chunk() to fill
+ * again or, while the rows take more than half of work_mem, freed.
+ */
+static void
+close_up_arena(RowStore *store, size_t n)
+{
+	int			chunk = 0;
+	Size		used = 0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		MinimalTuple tuple = store->tuples[i];
+		Size		aligned = MAXALIGN(tuple->t_len);
+		char	   *place;
+
+		while (store->arena_sizes[chunk] - used < aligned)
+		{
+			chunk++;
+			used = 0;
+		}
+		place = store->arena_chunks[chunk] + used;
+		if (place != (char *) tuple)
+			memmove(place, tuple, tuple->t_len);
+		store->tuples[i] = (MinimalTuple) place;
+		used += aligned;
+	}
+	if (store->arena_nchunks == 0)
+		return;
+	store->arena_current = chunk;
+	store->arena_next = store->arena_chunks[chunk] + used;
+	store->arena_left = store->arena_sizes[chunk] - used;
+	if (memory_to_sort(store) > store->spec.work_mem_bytes / 2)
+	{
+		for (int c = chunk + 1; c < store->arena_nchunks; c++)
+			pfree(store->arena_chunks[c]);
+		store->arena_nchunks = chunk + 1;
+	}
+}
+
+/*
+ * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
+ * last kept row's keys so that no later row at or beyond it is copied. The
+ * survivors keep the order they came in (the next sort, stable as every
+ * sort here, orders them again), in the same arrays and arena: moving them
+ * there costs less than copying them to new memory, which the kernel
+ * would have to clear first.
+ */
+void
+prune_rows(RowStore *store)
+{
+	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
+	size_t		old_count = store->ntuples;
+	uint64_t	last_keys[GS_MAX_KEY_COLUMNS];
+	bool		last_nulls[GS_MAX_KEY_COLUMNS];
+	bool	   *kept;
+	size_t		n = 0;
+
+	Assert(keep < old_count);
+	/* the candidates are chosen exactly, whatever the final order */
+	sort_rows(store, keep, GS_ALGO_AUTO);
+	kept = MemoryContextAllocZero(store->rows_context, old_count);
+	for (size_t i = 0; i < keep; i++)
+		kept[store->order[i]] = true;
+	if (keep > 0)
+		sorted_keys_of(store, keep - 1, last_keys, last_nulls);
+	pfree(store->order);
+	store->order = NULL;
+
+	/* without a branch per row (about half are kept, at random); row n <=
+	 * row, so the arrays close up from the front */
+	for (size_t row = 0; row < old_count; row++)
+	{
+		store->tuples[n] = store->tuples[row];
+		for (int k = 0; k < store->nkeys; k++)
+		{
+			store->column_keys[k][n] = store->column_keys[k][row];
+			store->column_nulls[k][n] = store->column_nulls[k][row];
+		}
+		n += kept[row];
+	}
+	Assert(n == keep);
+	pfree(kept);
+	store->ntuples = keep;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		gs_key_column_init(&store->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+		for (size_t i = 0; i < keep; i++)
+			gs_key_column_observe(&store->columns[k], store->column_nulls[k][i],
+								  store->column_keys[k][i]);
+	}
+	close_up_arena(store, keep);
+	if (keep == (size_t) store->spec.bound)
+		lower_threshold(store, last_keys, last_nulls);
+	count_memory(store);
+	store->stats.pruned++;
+}
+
+/*
+ * A bounded sort whose `bound` rows do not fit in work_mem writes runs of
+ * fewer rows than that, none of which alone gives a threshold. The keys of
+ * the best `bound` rows written so far do, once there are that many: the
+ * first `nout` rows in memory, just written in order, merge into them.
+ * False where they would take more than a quarter of work_mem
+ * (row_store_begin() set none aside): every row then goes to the runs.
+ */
+bool
+note_best_keys(RowStore *store, size_t nout)
+{
+	size_t		bound = (size_t) store->spec.bound;
+	size_t		from_best,
+				from_run,
+				total;
+	uint64_t	run_keys[GS_MAX_KEY_COLUMNS],
+				best_keys[GS_MAX_KEY_COLUMNS];
+	bool		run_nulls[GS_MAX_KEY_COLUMNS],
+				best_nulls[GS_MAX_KEY_COLUMNS];
+
+	if (store->best_keys == NULL)
+	{
+		if (nout >= bound || store->best_bytes == 0)
+			return false;
+		store->best_keys = MemoryContextAllocHuge(store->context,
+												  bound * store->nkeys * sizeof(uint64_t));
+		store->best_nulls = MemoryContextAllocHuge(store->context, bound * store->nkeys);
+	}
+
+	/*
+	 * Merge from the back, in place: first drop the largest of both lists
+	 * until `bound` are left, then place the rest from the last slot down
+	 * (a slot is written only after the entry in it was read).
+	 */
+	from_best = store->nbest;
+	from_run = Min(nout, bound);
+	total = from_best + from_run;
+	while (total > bound)
+	{
+		if (from_best == 0)
+			from_run--;
+		else if (from_run == 0)
+			from_best--;
+		else
+		{
+			keys_of(store, from_best - 1, store->best_keys, store->best_nulls, best_keys, best_nulls);
+			sorted_keys_of(store, from_run - 1, run_keys, run_nulls);
+			if (compare_keys(store, best_keys, best_nulls, run_keys, run_nulls) > 0)
+				from_best--;
+			else
+				from_run--;
+		}
+		total--;
+	}
+	store->nbest = total;
+	while (from_run > 0)
+	{
+		size_t		into = from_best + from_run - 1;
+
+		sorted_keys_of(store, from_run - 1, run_keys, run_nulls);
+		if (from_best > 0)
+		{
+			keys_of(store, from_best - 1, store->best_keys, store->best_nulls, best_keys, best_nulls);
+			if (compare_keys(store, best_keys, best_nulls, run_keys, run_nulls) > 0)
+			{
+				set_best_keys(store, into, best_keys, best_nulls);
+				from_best--;
+				continue;
+			}
+		}
+		set_best_keys(store, into, run_keys, run_nulls);
+		from_run--;
+	}
+	count_memory(store);
+	return true;
+}
