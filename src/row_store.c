@@ -44,6 +44,32 @@ run_is_full(const RowStore *store)
 		(store->ntuples >= MIN_RUN_ROWS || store->memory_used >= MIN_RUN_BYTES);
 }
 
+/* Sorts the rows in memory (exactly) and writes them as a new run; memory
+ * starts over, with room for as many rows again when more are coming. */
+void
+spill_rows(RowStore *store, bool more_rows)
+{
+	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
+	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
+	SortedRun  *run;
+
+	if (!store->gpu_run_tried && gpu_run_allowed(store) && move_to_gpu_run(store, more_rows))
+		return;
+
+	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
+	run = new_run(store);
+	memcpy(run->columns, store->columns, sizeof(run->columns));
+	add_run(store, run);
+	write_sorted_rows(store, run, nout);
+	store->stats.runs++;
+	store->stats.external = true;
+
+	MemoryContextDelete(store->rows_context);
+	allocate_rows(store, more_rows ? store->capacity : 1);
+	if (more_rows)
+		merge_newest_runs(store, limit);
+}
+
 RowStore *
 row_store_begin(const RowStoreSpec *spec)
 {

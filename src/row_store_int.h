@@ -404,6 +404,9 @@ file_record_length(const char *record)
  */
 #pragma GCC visibility push(hidden)
 
+/* row_store.c: the rows in memory, full, go to a run (or the GPU) */
+extern void spill_rows(RowStore *store, bool more_rows);
+
 /* row_store_memory.c: the rows in memory, sorting them, a bounded sort's
  * pruning */
 extern void count_memory(RowStore *store);
@@ -432,7 +435,7 @@ extern void seek_file(BufFile *file, int64 offset);
 extern SortedRun *new_run(RowStore *store);
 extern void add_run(RowStore *store, SortedRun *run);
 extern void drop_run(RowStore *store, SortedRun *run);
-extern void spill_rows(RowStore *store, bool more_rows);
+extern void write_sorted_rows(RowStore *store, SortedRun *run, size_t nout);
 
 /* row_store_merge.c: merging sorted runs */
 extern bool read_chunk_record(RowStore *store, MergeInput *input);
@@ -447,6 +450,8 @@ extern SortedRun *merge_into_run(RowStore *store, SortedRun *merged, int first, 
 								 bool with_memory, size_t limit);
 extern void merge_newest_runs(RowStore *store, size_t limit);
 extern void merge_runs_down_to(RowStore *store, int order, size_t limit);
+extern void open_partition(RowStore *store);
+extern void close_partition(RowStore *store);
 
 /* row_store_gpu.c: runs in a GPU's memory */
 extern void measure_records(const RowStore *store, Size *total, Size *largest);
@@ -465,10 +470,6 @@ extern bool gpu_read_possible(RowStore *store);
 extern void release_gpu_run(RowStore *store);
 extern void start_gpu_read(RowStore *store);
 extern bool next_gpu_row(RowStore *store, MinimalTuple *tuple);
-
-/* row_store_parallel.c: a parallel sort's shares and key ranges */
-extern void open_partition(RowStore *store);
-extern void close_partition(RowStore *store);
 
 #pragma GCC visibility pop
 

@@ -6,7 +6,9 @@
  * are read, or, when the caller needs to go backward or to mark a position,
  * into one file first. Too many runs to read at once within work_mem are
  * merged in passes first. Spilled sorts are exact, also under the
- * approximate opt-in.
+ * approximate opt-in. A merge cut into key ranges (row_store_parallel.c)
+ * reads one range at a time: merged here, or from the file a worker
+ * merged it into (open_partition).
  */
 #include "gpusort.h"
 
@@ -662,4 +664,41 @@ int
 row_store_cascade_order(Size work_mem_bytes)
 {
 	return Max(MIN_MERGE_ORDER, row_store_merge_order(work_mem_bytes) / 2);
+}
+
+/* ---- a merge cut into key ranges ---- */
+
+/* READ_PARTITIONS: the next partition, merged here or read from its file */
+void
+open_partition(RowStore *store)
+{
+	int			p = store->partition;
+	BufFile    *file = NULL;
+
+	if (store->partition_source(store->partition_source_arg, p, &file))
+	{
+		start_merge(store, 0, store->nruns, false, merge_memory(store), p);
+		store->partition_here = true;
+	}
+	else
+	{
+		MergeInput *input = &store->partition_input;
+
+		memset(&store->partition_file, 0, sizeof(SortedRun));
+		store->partition_file.file = file;
+		store->partition_file.file_number = -1;
+		start_run_input(store, input, &store->partition_file, MAX_READ_CHUNK, 0, NULL);
+		input->done = false;
+		store->partition_here = false;
+		store->stats.partitions_by_workers++;
+	}
+	store->partition_open = true;
+}
+
+void
+close_partition(RowStore *store)
+{
+	if (store->partition_open && !store->partition_here)
+		BufFileClose(store->partition_file.file);
+	store->partition_open = false;
 }

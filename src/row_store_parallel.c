@@ -243,40 +243,6 @@ row_store_read_partitions(RowStore *store, RowStorePartitionSource source, void 
 	store->stats.external = true;
 }
 
-/* READ_PARTITIONS: the next partition, merged here or read from its file */
-void
-open_partition(RowStore *store)
-{
-	int			p = store->partition;
-	BufFile    *file = NULL;
-
-	if (store->partition_source(store->partition_source_arg, p, &file))
-	{
-		start_merge(store, 0, store->nruns, false, merge_memory(store), p);
-		store->partition_here = true;
-	}
-	else
-	{
-		MergeInput *input = &store->partition_input;
-
-		memset(&store->partition_file, 0, sizeof(SortedRun));
-		store->partition_file.file = file;
-		store->partition_file.file_number = -1;
-		start_run_input(store, input, &store->partition_file, MAX_READ_CHUNK, 0, NULL);
-		input->done = false;
-		store->partition_here = false;
-		store->stats.partitions_by_workers++;
-	}
-	store->partition_open = true;
-}
-
-void
-close_partition(RowStore *store)
-{
-	if (store->partition_open && !store->partition_here)
-		BufFileClose(store->partition_file.file);
-	store->partition_open = false;
-}
 
 int
 row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out,

@@ -3,7 +3,8 @@
  *
  * Beyond work_mem: the rows in memory are sorted by the engine and written,
  * in order and with their encoded keys, as a sorted run to a temporary file;
- * memory starts over. A parallel share's runs are files of the shared set,
+ * memory starts over (spill_rows(), in row_store.c, decides between a run
+ * here and the GPU's memory). A parallel share's runs are files of the shared set,
  * each noting samples of its keys in a file beside it for a partitioned
  * merge.
  */
@@ -304,7 +305,7 @@ drop_run(RowStore *store, SortedRun *run)
  * Writes the sorted rows in memory (store->order, the first `nout`) to
  * `run` in order. With a bound, the bound-th row is a threshold too.
  */
-static void
+void
 write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 {
 	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
@@ -356,30 +357,4 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	store->stats.write_ms += INSTR_TIME_GET_MILLISEC(duration);
-}
-
-/* Sorts the rows in memory (exactly) and writes them as a new run; memory
- * starts over, with room for as many rows again when more are coming. */
-void
-spill_rows(RowStore *store, bool more_rows)
-{
-	size_t		limit = store->spec.bound > 0 ? (size_t) store->spec.bound : 0;
-	size_t		nout = limit > 0 ? Min(store->ntuples, limit) : store->ntuples;
-	SortedRun  *run;
-
-	if (!store->gpu_run_tried && gpu_run_allowed(store) && move_to_gpu_run(store, more_rows))
-		return;
-
-	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
-	run = new_run(store);
-	memcpy(run->columns, store->columns, sizeof(run->columns));
-	add_run(store, run);
-	write_sorted_rows(store, run, nout);
-	store->stats.runs++;
-	store->stats.external = true;
-
-	MemoryContextDelete(store->rows_context);
-	allocate_rows(store, more_rows ? store->capacity : 1);
-	if (more_rows)
-		merge_newest_runs(store, limit);
 }
