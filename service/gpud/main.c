@@ -1,6 +1,7 @@
 /*
- * gpud.c — gpusort-gpud, the GPU service's CUDA process: one per GPU,
- * started and restarted by the service's background worker (worker.c).
+ * gpud/main.c — gpusort-gpud, the GPU service's CUDA process: one per
+ * GPU, started and restarted by the service's background worker
+ * (worker.c).
  *
  * It owns the GPU: the CUDA context, the staging area (a sealed memfd,
  * page-locked here, handed to every backend that connects), the GPU memory
@@ -59,9 +60,9 @@
  * key), so the tests see the clients' checks catch it.
  */
 #define _GNU_SOURCE
-#include "protocol.h"
-#include "../engine/gpusort_engine.h"
-#include "../kernels/gpu_api.h"
+#include "../protocol.h"
+#include "../../engine/gpusort_engine.h"
+#include "../../kernels/gpu_api.h"
 
 _Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
 			   "a rows job has as many key columns as the engine sorts by");
