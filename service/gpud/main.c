@@ -60,12 +60,7 @@
  * key), so the tests see the clients' checks catch it.
  */
 #define _GNU_SOURCE
-#include "../protocol.h"
-#include "../../engine/gpusort_engine.h"
-#include "../../kernels/gpu_api.h"
-
-_Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
-			   "a rows job has as many key columns as the engine sorts by");
+#include "gpud_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +68,6 @@ _Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +80,11 @@ _Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
 #include <time.h>
 #include <unistd.h>
 
+_Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
+			   "a rows job has as many key columns as the engine sorts by");
+
 #define GPUD_EXIT_USAGE 2
 
-/* Slots are carved out of the staging area at this alignment. */
-#define SLOT_ALIGN 4096
 /* A chunked job moves through a slot of this much (or the whole area). */
 #define CHUNK_SLOT_BYTES ((uint64_t) 64 << 20)
 #define MAX_SLOTS 4096
@@ -105,31 +100,16 @@ _Static_assert(GS_ROWS_MAX_KEYS == GS_MAX_KEY_COLUMNS,
 /* Sessions with GPU memory at once. */
 #define MAX_SESSIONS 4096
 
-static struct
-{
-	int			gpu_index;
-	char		build[64];
-	uint64_t	staging_bytes;
-	uint64_t	budget_bytes;
-	uint64_t	generation;
-	gs_wire_device device;
-	bool		emulated;
-	unsigned	emulate_delay_ms;
-	unsigned	emulate_fail_n;
-	bool		emulate_fail_sticky;
-	bool		emulate_wrong;
-	char	   *staging;
-	int			staging_fd;
-	gs_status_page *status;		/* the worker's page (protocol.h) */
-} service;
+/* The process's state: gpud_int.h. */
+GpudService service;
 
 /* Counters for the status page, kept by the threads that change them. */
-static uint32_t connections_open = 0;	/* atomic */
-static uint32_t rows_jobs_open = 0;	/* atomic */
-static uint32_t files_held = 0;	/* atomic */
-static uint64_t jobs_failed = 0;	/* atomic */
+uint32_t connections_open = 0;	/* atomic */
+uint32_t rows_jobs_open = 0;	/* atomic */
+uint32_t files_held = 0;	/* atomic */
+uint64_t jobs_failed = 0;	/* atomic */
 
-static void
+void
 log_line(const char *format,...)
 {
 	char		line[1024];
@@ -142,7 +122,7 @@ log_line(const char *format,...)
 	fflush(stderr);
 }
 
-static double
+double
 now_ms(void)
 {
 	struct timespec ts;
@@ -154,19 +134,6 @@ now_ms(void)
 /* ------------------------------------------------------------------------
  * Admission: the staging area, the GPU budget and each session's cap
  * ------------------------------------------------------------------------ */
-
-typedef struct Waiter
-{
-	uint64_t	slot_bytes;
-	uint64_t	gpu_bytes;
-	int32_t		session;
-	uint64_t	session_limit;	/* 0: none */
-	double		enqueued_ms;
-	int			event_fd;		/* written once the job is granted */
-	bool		granted;
-	uint64_t	slot_offset;
-	struct Waiter *next;
-} Waiter;
 
 typedef struct Slot
 {
@@ -183,14 +150,14 @@ typedef struct Session
 	uint64_t	idle;
 } Session;
 
-static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
 static Slot slots[MAX_SLOTS];	/* taken slots, by offset */
-static int	nslots = 0;
+int			nslots = 0;
 static Session sessions[MAX_SESSIONS];
 static int	nsessions = 0;
-static uint64_t budget_used = 0;
+uint64_t budget_used = 0;
 static uint64_t idle_total = 0;	/* of budget_used, held by idle rows jobs */
-static Waiter *queue_head = NULL;
+Waiter *queue_head = NULL;
 static Waiter *queue_tail = NULL;
 
 /* The session's entry (made if `create`), or NULL. Lock held. */
@@ -333,7 +300,7 @@ grant_waiters(void)
 }
 
 /* A job ends: its slot, and its GPU memory (what is left of it). */
-static void
+void
 release(uint64_t slot_offset, uint64_t gpu_bytes, int32_t session)
 {
 	pthread_mutex_lock(&admission_lock);
@@ -346,14 +313,14 @@ release(uint64_t slot_offset, uint64_t gpu_bytes, int32_t session)
 }
 
 /* A rows job's GPU memory given back before the job ends (its slot stays). */
-static void
+void
 release_budget(uint64_t gpu_bytes, int32_t session)
 {
 	release(UINT64_MAX, gpu_bytes, session);
 }
 
 /* A rows job's memory becomes idle (it would give it back) or not. */
-static void
+void
 mark_idle(int32_t id, uint64_t gpu_bytes, bool idle)
 {
 	Session    *session;
@@ -382,7 +349,7 @@ mark_idle(int32_t id, uint64_t gpu_bytes, bool idle)
  * same session that waits for the session's cap, with the session's idle
  * memory back. Lock held by no one.
  */
-static bool
+bool
 give_back_wanted(int32_t id)
 {
 	bool		wanted = false;
@@ -436,19 +403,11 @@ leave_queue(Waiter *w)
 	return false;
 }
 
-typedef enum
-{
-	ADMIT_GRANTED,
-	ADMIT_TIMEOUT,
-	ADMIT_CLIENT_GONE,
-	ADMIT_FAILED
-} admit_result;
-
 /*
  * Waits for a slot and budget, watching the client's socket (a message or
  * EOF while waiting is a cancel) and the wait bound.
  */
-static admit_result
+admit_result
 admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int32_t session,
 	  uint64_t session_limit, int64_t wait_ms, uint64_t *slot_offset, double *waited_ms)
 {
@@ -527,7 +486,7 @@ admit(int client_fd, uint64_t slot_bytes, uint64_t gpu_bytes, int32_t session,
  * Jobs
  * ------------------------------------------------------------------------ */
 
-static uint64_t
+uint64_t
 estimate_gpu_bytes(const gs_message *job)
 {
 	return gs_job_gpu_bytes(job);
@@ -538,7 +497,7 @@ estimate_gpu_bytes(const gs_message *job)
  * other jobs go on, unless the CUDA context is broken (a sticky error):
  * then the process exits and the worker starts a new one.
  */
-static void
+void
 job_failed(gpu_status status, const char *message)
 {
 	bool		broken;
@@ -558,7 +517,7 @@ job_failed(gpu_status status, const char *message)
 
 /* The job's poll function: any message from the client, or its leaving,
  * cancels the job. */
-static bool
+bool
 client_cancelled(void *arg)
 {
 	int			fd = *(int *) arg;
@@ -584,7 +543,7 @@ kernel_algorithm(uint32_t algorithm)
 		algorithm == GS_WIRE_BUTTERFLY ? GPU_ALGO_BUTTERFLY : GPU_ALGO_RADIX;
 }
 
-static int32_t
+int32_t
 wire_status(gpu_status status)
 {
 	switch (status)
@@ -613,7 +572,7 @@ set_wire_timing(gs_wire_timing *into, const gpu_timing *timing)
 	into->device_bytes = timing->device_bytes;
 }
 
-static void
+void
 set_wire_device(gs_wire_device *into, const gpu_device_info *info)
 {
 	memset(into, 0, sizeof(*into));
@@ -630,7 +589,7 @@ set_wire_device(gs_wire_device *into, const gpu_device_info *info)
 	into->runtime_version = info->runtime_version;
 }
 
-static gpu_status
+gpu_status
 gpu_status_of(gs_status status)
 {
 	switch (status)
@@ -765,7 +724,7 @@ run_on_gpu(gs_message *job, char *area, int *client_fd, gs_message *done, gpu_ti
 }
 
 /* Runs the job on the data in `area`, filling `done`. */
-static gpu_status
+gpu_status
 run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
 {
 	gpu_timing	timing;
@@ -783,7 +742,7 @@ run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
  * Connections
  * ------------------------------------------------------------------------ */
 
-static bool
+bool
 send_message(int fd, gs_message *message, int pass_fd)
 {
 	struct iovec iov = {message, sizeof(*message)};
@@ -873,13 +832,13 @@ receive_message_fd(int fd, gs_message *message, int *passed_fd)
 	}
 }
 
-static bool
+bool
 receive_message(int fd, gs_message *message)
 {
 	return receive_message_fd(fd, message, NULL);
 }
 
-static void
+void
 refuse(int fd, gs_refusal refusal, double queue_ms, const char *format,...)
 {
 	gs_message	reply;
@@ -969,7 +928,7 @@ move_pieces(int fd, char *buffer, uint64_t area_bytes, char *slot, uint64_t slot
 
 /* A rows job's (or attached connection's) slot: ROWS_SLOT_BYTES, or a
  * quarter of a small staging area. */
-static uint64_t
+uint64_t
 rows_slot_bytes(void)
 {
 	uint64_t	bytes = service.staging_bytes / 4 < ROWS_SLOT_BYTES ?
@@ -980,7 +939,7 @@ rows_slot_bytes(void)
 
 /* ADMITTED: the job's slot (moved through in pieces when chunked), the GPU
  * memory it is counted for, and a shared rows job's token (else 0). */
-static bool
+bool
 send_admitted(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot_bytes,
 			  bool chunked, uint64_t gpu_bytes, double queue_ms, uint64_t token)
 {
@@ -1730,7 +1689,7 @@ rows_put(RowsJob *rows, const gs_message *message, char *slot, uint64_t slot_byt
  * the memory cannot be had), PUTs until RUN, then GETs until the client
  * closes. `file` is the client's give-back file (the job's now), or -1.
  */
-static void
+void
 serve_rows(int fd, const gs_message *job, int file, uint64_t slot_offset, uint64_t slot_bytes,
 		   uint64_t *gpu_bytes, double queue_ms)
 {
@@ -1861,7 +1820,7 @@ serve_attached(int fd, const gs_message *job, RowsJob *rows, uint64_t slot_offse
 
 /* SUBMIT of an attach: the shared job by its token, a slot (never waited
  * for: files are the fallback), then its PUTs. */
-static void
+void
 serve_attach(int fd, const gs_message *job)
 {
 	RowsJob    *rows = rows_job_find(job->token);
@@ -1889,7 +1848,7 @@ serve_attach(int fd, const gs_message *job)
 	rows_job_release(rows);
 }
 
-static void *
+void *
 serve_connection(void *arg)
 {
 	int			fd = (int) (intptr_t) arg;
