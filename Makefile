@@ -11,7 +11,7 @@
 # service) -> kernels/ (CUDA).
 # gpusort.so holds no CUDA: its engine reaches the GPU through the service's
 # client (service/client.c). The kernels are linked, with cudart statically,
-# into gpusort-gpud, the service's CUDA process (service/gpud.c), installed
+# into gpusort-gpud, the service's CUDA process (service/gpud/), installed
 # beside the postgres binary; it runs on machines with no GPU and no driver
 # and says so.
 
@@ -87,8 +87,11 @@ EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs r
 # found beside this Makefile.)
 gpusort_top := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
 GPUSORT_SQL_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(gpusort_top)/gpusort.control)
+# (gpusort-gpud's sources: every .c and .h in service/gpud/, sorted, so
+# that the digest is the same in every build directory.)
 GPUSORT_BUILD := $(GPUSORT_SQL_VERSION)-$(shell cat $(gpusort_top)/service/protocol.h \
-	$(gpusort_top)/service/gpud.c $(gpusort_top)/service/client.c | md5sum | cut -c1-12)
+	$(sort $(wildcard $(gpusort_top)/service/gpud/*.[ch])) $(gpusort_top)/service/client.c \
+	| md5sum | cut -c1-12)
 BUILD_FLAG = -DGPUSORT_BUILD='"$(GPUSORT_BUILD)"'
 # the release: META.json's version (make dist's archive; on PostgreSQL 18
 # also the module's, in its magic block: src/compat.h)
@@ -108,7 +111,9 @@ endif
 
 include $(PGXS)
 
-SERVICE_SOURCES = $(srcdir)/service/protocol.h $(srcdir)/service/gpud.c $(srcdir)/service/client.c
+# gpusort-gpud's sources: service/gpud/ (its files, sorted, as in GPUSORT_BUILD)
+GPUD_SOURCES = $(sort $(wildcard $(srcdir)/service/gpud/*.[ch]))
+SERVICE_SOURCES = $(srcdir)/service/protocol.h $(GPUD_SOURCES) $(srcdir)/service/client.c
 service/client.o service/worker.o: $(SERVICE_SOURCES) $(srcdir)/gpusort.control
 
 # kernels/ in the source tree: "kernels" in an in-tree build (PGXS sets
@@ -126,13 +131,15 @@ endif
 
 # ---- gpusort-gpud: the GPU service's CUDA process ----
 # Plain C, no PostgreSQL: the kernels, the engine (its CPU sort plays the
-# GPU in the service's test mode) and cudart, linked statically.
+# GPU in the service's test mode) and cudart, linked statically. Its .c
+# files (GPUD_SOURCES) are compiled and linked in one command, as the engine's
+# are: no objects of its own to clean, with or without CUDA.
 ENGINE_SRCS_ABS = $(addprefix $(srcdir)/, $(ENGINE_OBJS:.o=.c))
 all: $(GPUD)
 $(GPUD): $(SERVICE_SOURCES) $(srcdir)/gpusort.control $(ENGINE_SRCS_ABS) \
 		$(wildcard $(srcdir)/engine/*.h $(srcdir)/kernels/*.h) $(CUDA_OBJS)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -pthread -I$(srcdir)/engine -I$(srcdir)/kernels \
-		$(BUILD_FLAG) -o $@ $(srcdir)/service/gpud.c $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
+		$(BUILD_FLAG) -o $@ $(filter %.c,$(GPUD_SOURCES)) $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
 install: install-gpud
 .PHONY: install-gpud
 install-gpud: $(GPUD)

@@ -1,9 +1,10 @@
 /*
  * gpu_rows.cu — a spilled sort's rows held in device memory (the GPU
- * service's rows jobs, service/gpud.c): records appended as they come,
- * then laid out again in an order the caller computed, then read back in
- * pieces. Unlike the sorts of gpu_sort.cu, the buffer outlives the call
- * that made it: it is the caller's until gpu_rows_destroy().
+ * service's rows jobs, service/gpud/rows_jobs.c): records appended as
+ * they come, then laid out again in an order the caller computed, then
+ * read back in pieces. Unlike the sorts of gpu_sort.cu, the buffer
+ * outlives the call that made it: it is the caller's until
+ * gpu_rows_destroy().
  *
  * Each handle has a stream of its own; every call waits for its work
  * before it returns, so a failure is reported by the call that caused it.

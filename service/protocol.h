@@ -1,13 +1,13 @@
 /*
  * protocol.h — what the GPU service's processes say to each other. Plain C,
- * no PostgreSQL: included by service/gpud.c (the CUDA process), by
+ * no PostgreSQL: included by service/gpud/ (the CUDA process), by
  * service/client.c (the backends' side) and by service/worker.c (the
  * supervisor).
  *
  * The service layer, in one picture:
  *
  *   backend ──(client.c)── Unix socket + shared staging memory ──> gpusort-gpud
- *                                                                  (gpud.c, one per GPU)
+ *                                                                  (gpud/, one per GPU)
  *   bgworker "gpusort GPU service" (worker.c): starts, watches and restarts
  *   the gpusort-gpud processes through a status page each (below); publishes
  *   their state in PostgreSQL's shared memory (service.h).
@@ -88,11 +88,12 @@
  * area ("direct"); otherwise it streams through the slot in pieces into a
  * buffer of the service's ("chunked").
  *
- * Admission (gpud.c) counts each job's GPU memory (gs_job_gpu_bytes())
- * against the GPU's budget and against the most its session may hold
- * (`session_memory_limit`, gpusort.session_gpu_memory_limit; a session is
- * a backend and its parallel workers, `session_id`). No wait is unbounded:
- * a job that waited `wait_ms` is refused (GS_REFUSED_QUEUE_TIMEOUT).
+ * Admission (gpud/admission.c) counts each job's GPU memory
+ * (gs_job_gpu_bytes()) against the GPU's budget and against the most its
+ * session may hold (`session_memory_limit`,
+ * gpusort.session_gpu_memory_limit; a session is a backend and its
+ * parallel workers, `session_id`). No wait is unbounded: a job that waited
+ * `wait_ms` is refused (GS_REFUSED_QUEUE_TIMEOUT).
  */
 #ifndef GPUSORT_SERVICE_PROTOCOL_H
 #define GPUSORT_SERVICE_PROTOCOL_H

@@ -10,7 +10,8 @@
  *     publishes each one's state, socket and load here. Killing it is a
  *     crash of a server process (PostgreSQL restarts the server); killing a
  *     gpusort-gpud is not.
- *   - gpud.c: gpusort-gpud, the only process that runs CUDA (protocol.h).
+ *   - gpud/: gpusort-gpud, the only process that runs CUDA (protocol.h);
+ *     gpud/main.c says what it does, gpud/gpud_int.h which file does what.
  *   - client.c: the backends' side. It offers kernels/gpu_api.h to the
  *     engine, so the engine sorts "on the GPU" the same way whether the
  *     kernels are linked in (unit tests) or reached through the service

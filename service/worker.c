@@ -1,6 +1,6 @@
 /*
  * worker.c — the GPU service's background worker, "gpusort GPU service":
- * starts one gpusort-gpud per GPU (gpud.c), watches them, restarts one
+ * starts one gpusort-gpud per GPU (gpud/), watches them, restarts one
  * that dies or stops answering, and publishes their state in shared memory
  * (service.h).
  *
