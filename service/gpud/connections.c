@@ -349,7 +349,7 @@ serve_connection(void *arg)
 	done.queue_ms = queue_ms;
 	if (status != GPU_OK && done.message[0] == '\0')
 		snprintf(done.message, sizeof(done.message), "%s",
-				 service.emulated ? "the emulated GPU failed" : gpu_last_error());
+				 gpud_device->last_error());
 	if (status != GPU_INTERRUPTED)
 		send_message(fd, &done, -1);
 	if (status != GPU_OK && status != GPU_INTERRUPTED)

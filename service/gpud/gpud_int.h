@@ -10,6 +10,9 @@
  *                  types to and from the kernels' and the engine's
  *   rows_jobs.c    rows jobs: a spilled sort's rows
  *   connections.c  the protocol's messages; serving one connection
+ *   device_cuda.c, device_emulated.c
+ *                  the GPU: the CUDA kernels, or the CPU engine playing
+ *                  one in the service's test mode
  *
  * main.c's header says what the process is for.
  */
@@ -36,11 +39,7 @@ typedef struct GpudService
 	uint64_t	budget_bytes;
 	uint64_t	generation;
 	gs_wire_device device;
-	bool		emulated;
-	unsigned	emulate_delay_ms;
-	unsigned	emulate_fail_n;
-	bool		emulate_fail_sticky;
-	bool		emulate_wrong;
+	bool		emulated;		/* the test mode (device_emulated.c) */
 	char	   *staging;
 	int			staging_fd;
 	gs_status_page *status;		/* the worker's page (protocol.h) */
@@ -53,6 +52,46 @@ extern uint32_t connections_open;	/* atomic */
 extern uint32_t rows_jobs_open;	/* atomic */
 extern uint32_t files_held;	/* atomic */
 extern uint64_t jobs_failed;	/* atomic */
+
+/*
+ * The process's GPU, as the other files use it: the kernels
+ * (device_cuda.c) or the test mode's CPU engine (device_emulated.c),
+ * chosen as the process starts. A rows job's records are a handle of the
+ * device's own.
+ */
+typedef struct GpudDevice
+{
+	bool		emulated;
+	/* where the engine sorts a rows job's keys held in memory */
+	gs_device	engine_device;
+	/* buffers uploaded to the device are worth page-locking */
+	bool		pins_host_memory;
+	/* how many GPUs the machine has (0: *reason says why none) */
+	int			(*count) (char *reason, size_t reason_size);
+	void		(*probe) (gs_wire_device *device);
+	/* page-locks host memory (the staging area) for faster copies */
+	gpu_status	(*register_host) (void *memory, size_t bytes);
+	/* after a failed job: whether the GPU is unusable until the process
+	 * starts again */
+	bool		(*broken_after_failure) (void);
+	/* an array job (sort, approximate sort, min-max) on the data in `area`,
+	 * filling `done` */
+	gpu_status	(*run_job) (gs_message *job, char *area, int *client_fd, gs_message *done);
+	gpu_status	(*rows_create) (size_t capacity_bytes, void **rows);
+	gpu_status	(*rows_append) (void *rows, const void *host, size_t bytes);
+	/* lays the records out in `order`; adds its times to *timing */
+	gpu_status	(*rows_permute) (void *rows, const uint32_t *order, const uint32_t *lengths,
+								 size_t n, gs_wire_timing *timing);
+	gpu_status	(*rows_read) (void *rows, size_t offset, void *host, size_t bytes);
+	void		(*rows_destroy) (void *rows);
+	/* what the last failure was */
+	const char *(*last_error) (void);
+} GpudDevice;
+
+extern const GpudDevice *gpud_device;	/* main.c */
+extern const GpudDevice gpud_cuda_device;
+extern const GpudDevice gpud_emulated_device;
+extern bool emulation_wanted(void);	/* device_emulated.c */
 
 /* ---- main.c ---- */
 
@@ -102,8 +141,8 @@ extern uint64_t estimate_gpu_bytes(const gs_message *job);
 extern void job_failed(gpu_status status, const char *message);
 extern bool client_cancelled(void *arg);
 extern int32_t wire_status(gpu_status status);
-extern void set_wire_device(gs_wire_device *into, const gpu_device_info *info);
 extern gpu_status gpu_status_of(gs_status status);
+extern gs_algorithm engine_algorithm(uint32_t algorithm);
 extern gpu_status run_job(gs_message *job, char *area, int *client_fd, gs_message *done);
 
 /* ---- rows_jobs.c ---- */

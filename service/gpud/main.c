@@ -19,8 +19,10 @@
  * status page and its heartbeat, and the accept loop that checks each
  * connection's user and gives it a thread (connections.c). The rest:
  * admission.c (the budget, the slots, the queue), jobs.c (array sorts),
- * rows_jobs.c (a spilled sort's rows), connections.c (the messages);
- * gpud_int.h has what they share.
+ * rows_jobs.c (a spilled sort's rows), connections.c (the messages),
+ * device_cuda.c or device_emulated.c (the GPU: the kernels, or the test
+ * mode's CPU engine, chosen here at the start); gpud_int.h has what they
+ * share.
  *
  * Test mode: with GPUSORT_SERVICE_EMULATE=<MB> in its environment the
  * process plays a GPU of that much memory with the CPU engine (so CI, which
@@ -31,8 +33,9 @@
  * as a GPU error would (GPUSORT_SERVICE_EMULATE_FAIL_STICKY=1: one that
  * breaks the context); GPUSORT_SERVICE_EMULATE_WRONG=1 makes the results
  * wrong, as a faulty GPU or an impostor might (a sort's first key takes
- * its second's value; a rows job's first record read back gets another
- * key), so the tests see the clients' checks catch it.
+ * its second's value; a rows job's first record in order gets another
+ * key), so the tests see the clients' checks catch it. All of it lives in
+ * device_emulated.c, behind the same interface as the kernels.
  */
 #define _GNU_SOURCE
 #include "gpud_int.h"
@@ -107,41 +110,14 @@ usage(void)
 	exit(GPUD_EXIT_USAGE);
 }
 
-static unsigned
-env_number(const char *name)
-{
-	const char *value = getenv(name);
+const GpudDevice *gpud_device = &gpud_cuda_device;
 
-	return value != NULL ? (unsigned) strtoul(value, NULL, 10) : 0;
-}
-
+/* The GPU this process sorts on: the kernels', or the test mode's. */
 static void
 probe_device(void)
 {
-	unsigned	emulate_mb = env_number("GPUSORT_SERVICE_EMULATE");
-
-	if (emulate_mb > 0)
-	{
-		gs_wire_device *d = &service.device;
-
-		service.emulated = true;
-		service.emulate_delay_ms = env_number("GPUSORT_SERVICE_EMULATE_DELAY_MS");
-		service.emulate_fail_n = env_number("GPUSORT_SERVICE_EMULATE_FAIL_N");
-		service.emulate_fail_sticky = env_number("GPUSORT_SERVICE_EMULATE_FAIL_STICKY") > 0;
-		service.emulate_wrong = env_number("GPUSORT_SERVICE_EMULATE_WRONG") > 0;
-		memset(d, 0, sizeof(*d));
-		d->usable = true;
-		snprintf(d->name, sizeof(d->name), "emulated GPU %d (the CPU engine)", service.gpu_index);
-		d->total_memory = d->free_memory = (size_t) emulate_mb << 20;
-		d->compute_major = 9;
-		return;
-	}
-	{
-		gpu_device_info info;
-
-		gpu_device_probe(&info);
-		set_wire_device(&service.device, &info);
-	}
+	service.emulated = gpud_device->emulated;
+	gpud_device->probe(&service.device);
 }
 
 static void
@@ -165,9 +141,9 @@ make_staging_area(void)
 		log_line("cannot map the staging area: %s", strerror(errno));
 		exit(1);
 	}
-	if (service.device.usable && !service.emulated &&
-		gpu_host_register(service.staging, service.staging_bytes) != GPU_OK)
-		log_line("the staging area stays pageable (slower copies): %s", gpu_last_error());
+	if (service.device.usable &&
+		gpud_device->register_host(service.staging, service.staging_bytes) != GPU_OK)
+		log_line("the staging area stays pageable (slower copies): %s", gpud_device->last_error());
 }
 
 /* The socket the worker bound for this process (GS_GPUD_LISTEN_FD), now
@@ -256,24 +232,20 @@ main(int argc, char **argv)
 	int			listen_fd;
 
 	service.gpu_index = -1;
+	if (emulation_wanted())
+		gpud_device = &gpud_emulated_device;
 	for (int i = 1; i < argc; i++)
 	{
 		const char *value = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (strcmp(argv[i], "--count") == 0)
 		{
-			int			count = 0;
+			char		reason[256] = "";
+			int			count = gpud_device->count(reason, sizeof(reason));
 
-			if (env_number("GPUSORT_SERVICE_EMULATE") > 0)
-				count = env_number("GPUSORT_SERVICE_EMULATE_GPUS") > 0 ?
-					(int) env_number("GPUSORT_SERVICE_EMULATE_GPUS") : 1;
-			else if (gpu_device_count(&count) != GPU_OK || count == 0)
+			if (count == 0)
 			{
-				/* the probe words it best: no driver, too old a driver... */
-				gpu_device_info info;
-
-				gpu_device_probe(&info);
-				printf("0 %s\n", info.reason[0] ? info.reason : "no CUDA-capable GPU found");
+				printf("0 %s\n", reason);
 				return 0;
 			}
 			printf("%d\n", count);

@@ -58,8 +58,8 @@ rows_slot_bytes(void)
 }
 
 /*
- * Where a rows job's records are. In memory (the GPU's, or this process's
- * when emulated) until they are given back; then in the client's file: in
+ * Where a rows job's records are. In the GPU's memory (gpud_device's: in
+ * the test mode, this process's) until they are given back; then in the client's file: in
  * order if they were sorted first, else as they came, read in the order of
  * `order` once sorted.
  */
@@ -78,8 +78,7 @@ typedef struct RowsJob
 	pthread_mutex_t lock;
 	bool		closed;			/* the opener left: the memory is gone */
 	RowsPlace	place;
-	gpu_rows   *device;			/* the records on the GPU, or (emulated) */
-	char	   *host;			/* ... in this process's memory */
+	void	   *device;			/* the records on the GPU (gpud_device's) */
 	int			file;			/* the client's give-back file, or -1 */
 	bool		give_back_failed;	/* (tried once: the disk, say) */
 	bool		file_too_small; /* (said once in the log) */
@@ -127,10 +126,9 @@ rows_job_free_keys(RowsJob *rows)
 static void
 rows_job_free_memory_records(RowsJob *rows)
 {
-	gpu_rows_destroy(rows->device);
+	if (rows->device != NULL)
+		gpud_device->rows_destroy(rows->device);
 	rows->device = NULL;
-	free(rows->host);
-	rows->host = NULL;
 }
 
 /* Frees what the job holds (not the job): under its lock, or alone. */
@@ -388,16 +386,14 @@ rows_job_append(RowsJob *rows, const char *slot, uint64_t length, uint64_t recor
 			return GPU_INVALID;
 		}
 	}
-	else if (rows->host != NULL)
-		memcpy(rows->host + rows->used, slot, length);
 	else
 	{
-		gpu_status	status = gpu_rows_append(rows->device, slot, length);
+		gpu_status	status = gpud_device->rows_append(rows->device, slot, length);
 
 		if (status != GPU_OK)
 		{
 			rows->n = first;
-			snprintf(message, message_size, "%s", gpu_last_error());
+			snprintf(message, message_size, "%s", gpud_device->last_error());
 			return status;
 		}
 	}
@@ -450,7 +446,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	/* page-locked where it can be: permute uploads it */
 	bool		order_pinned = false;
 	uint32_t   *order = gs_host_buffer_alloc((rows->n > 0 ? rows->n : 1) * sizeof(uint32_t),
-											 in_memory && rows->host == NULL, &order_pinned);
+											 in_memory && gpud_device->pins_host_memory, &order_pinned);
 
 	if (order == NULL)
 	{
@@ -468,7 +464,7 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 	/* the rows are here either way: if the GPU cannot sort their keys (its
 	 * memory), this process's CPU does; a job that gave its GPU memory
 	 * back sorts on the CPU, outside the budget */
-	settings.device = service.emulated || !in_memory ? GS_DEVICE_CPU : GS_DEVICE_AUTO;
+	settings.device = in_memory ? gpud_device->engine_device : GS_DEVICE_CPU;
 	settings.gpu_memory_limit = rows->submit.memory_limit;
 	settings.poll = client_cancelled;
 	settings.poll_arg = client_fd;
@@ -507,48 +503,12 @@ rows_job_sort(RowsJob *rows, int *client_fd, gs_message *done)
 		if (status != GPU_OK)
 			free(kept);
 	}
-	else if (rows->host != NULL)
-	{
-		/* (emulated) the records' offsets are the sums of the lengths
-		 * before them, as gpu_rows_permute() finds them */
-		char	   *ordered = malloc(rows->used > 0 ? rows->used : 1);
-		uint64_t   *offsets = malloc((rows->n > 0 ? rows->n : 1) * sizeof(uint64_t));
-		uint64_t	position = 0;
-
-		if (ordered == NULL || offsets == NULL)
-		{
-			snprintf(done->message, sizeof(done->message), "the service is out of host memory");
-			free(ordered);
-			free(offsets);
-			gs_host_buffer_free(order, order_pinned);
-			return GPU_OUT_OF_MEMORY;
-		}
-		for (uint64_t i = 0; i < rows->n; i++)
-		{
-			offsets[i] = position;
-			position += rows->lengths[i];
-		}
-		position = 0;
-		for (uint64_t i = 0; i < rows->n; i++)
-		{
-			memcpy(ordered + position, rows->host + offsets[order[i]], rows->lengths[order[i]]);
-			position += rows->lengths[order[i]];
-		}
-		free(offsets);
-		free(rows->host);
-		rows->host = ordered;
-		gs_host_buffer_free(order, order_pinned);
-	}
 	else
 	{
-		gpu_timing	permute;
-
-		memset(&permute, 0, sizeof(permute));
-		status = gpu_rows_permute(rows->device, order, rows->lengths, rows->n, &permute);
+		status = gpud_device->rows_permute(rows->device, order, rows->lengths, rows->n,
+										   &done->timing);
 		if (status != GPU_OK)
-			snprintf(done->message, sizeof(done->message), "%s", gpu_last_error());
-		done->timing.upload_ms += permute.upload_ms;
-		done->timing.sort_ms += permute.sort_ms;
+			snprintf(done->message, sizeof(done->message), "%s", gpud_device->last_error());
 		gs_host_buffer_free(order, order_pinned);
 	}
 	if (status == GPU_OK)
@@ -617,14 +577,8 @@ rows_job_read(RowsJob *rows, char *slot, uint64_t offset, uint64_t length,
 		if (!read_by_order(rows, slot, offset, length, message, message_size))
 			return GPU_INVALID;
 	}
-	else if (rows->host != NULL)
-	{
-		memcpy(slot, rows->host + offset, length);
-		if (service.emulate_wrong && offset == 0 && length >= sizeof(uint32_t) + sizeof(uint64_t))
-			slot[sizeof(uint32_t)] ^= 1;	/* the first record's first key */
-	}
-	else if ((status = gpu_rows_read(rows->device, offset, slot, length)) != GPU_OK)
-		snprintf(message, message_size, "%s", gpu_last_error());
+	else if ((status = gpud_device->rows_read(rows->device, offset, slot, length)) != GPU_OK)
+		snprintf(message, message_size, "%s", gpud_device->last_error());
 	return status;
 }
 
@@ -655,22 +609,18 @@ rows_job_give_back(RowsJob *rows)
 		rows->file_too_small = true;
 		return false;
 	}
-	ok = rows->host != NULL || (buffer = malloc(buffer_bytes > 0 ? buffer_bytes : 1)) != NULL;
+	ok = (buffer = malloc(buffer_bytes > 0 ? buffer_bytes : 1)) != NULL;
 	if (!ok)
 		snprintf(message, sizeof(message), "out of host memory");
 	for (uint64_t offset = 0; ok && offset < rows->used;)
 	{
 		uint64_t	piece = rows->used - offset < GIVE_BACK_BUFFER_BYTES ?
 			rows->used - offset : GIVE_BACK_BUFFER_BYTES;
-		const char *data = rows->host != NULL ? rows->host + offset : buffer;
 
-		if (rows->host == NULL)
-		{
-			ok = gpu_rows_read(rows->device, offset, buffer, piece) == GPU_OK;
-			if (!ok)
-				snprintf(message, sizeof(message), "%s", gpu_last_error());
-		}
-		ok = ok && write_all(rows->file, data, piece, offset, message, sizeof(message));
+		ok = gpud_device->rows_read(rows->device, offset, buffer, piece) == GPU_OK;
+		if (!ok)
+			snprintf(message, sizeof(message), "%s", gpud_device->last_error());
+		ok = ok && write_all(rows->file, buffer, piece, offset, message, sizeof(message));
 		offset += piece;
 	}
 	free(buffer);
@@ -752,8 +702,7 @@ rows_job_failed(int fd, gpu_status status, gs_message *reply)
 	reply->type = GS_MSG_DONE;
 	reply->status = wire_status(status);
 	if (reply->message[0] == '\0')
-		snprintf(reply->message, sizeof(reply->message), "%s",
-				 service.emulated ? "the emulated GPU failed" : gpu_last_error());
+		snprintf(reply->message, sizeof(reply->message), "%s", gpud_device->last_error());
 	send_message(fd, reply, -1);
 	job_failed(status, reply->message);
 }
@@ -819,13 +768,11 @@ serve_rows(int fd, const gs_message *job, int file, uint64_t slot_offset, uint64
 	for (uint32_t k = 0; k < job->nkeys; k++)
 		gs_key_column_init(&rows->columns[k], (job->descending_mask >> k) & 1,
 						   (job->nulls_first_mask >> k) & 1);
-	if (service.emulated ? (rows->host = malloc(job->capacity_bytes)) == NULL :
-		gpu_rows_create(job->capacity_bytes, &rows->device) != GPU_OK)
+	if (gpud_device->rows_create(job->capacity_bytes, &rows->device) != GPU_OK)
 	{
 		refuse(fd, GS_REFUSED_OUT_OF_MEMORY, queue_ms,
-			   "the service could not allocate %llu MB of %s memory for the rows: %s",
-			   (unsigned long long) (job->capacity_bytes >> 20),
-			   service.emulated ? "host" : "GPU", service.emulated ? "" : gpu_last_error());
+			   "the service could not allocate %llu MB of GPU memory for the rows: %s",
+			   (unsigned long long) (job->capacity_bytes >> 20), gpud_device->last_error());
 		rows_job_release(rows);
 		__atomic_sub_fetch(&rows_jobs_open, 1, __ATOMIC_RELAXED);
 		return;

@@ -8,7 +8,8 @@
 # CUDA itself runs as in production: the worker, the processes it starts,
 # the staging memory, admission, the queue, cancellation, crashes. Checks:
 #   1. the regress suite with gpusort.device = gpu, every sort through the
-#      service (two emulated GPUs);
+#      service (two emulated GPUs), then the differential fuzzer the same
+#      way (GPUSORT_SERVICE_FUZZ_SECONDS per seed, default 30);
 #   2. gpusort_info() and gpusort_stats; two concurrent sorts on two GPUs;
 #      twelve through a small staging area, and sorts larger than it;
 #   3. statement_timeout and pg_cancel_backend end a job promptly, and its
@@ -134,6 +135,24 @@ jobs=$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")
   || bad "the suite's sorts ran in the service" "jobs = $jobs"
 used=$(psql_q -c "SELECT count(*) FROM gpusort_stats WHERE gpu <> 'total' AND jobs > 0")
 check "both GPUs took jobs" 2 "$used"
+
+# ---- 1b. the differential fuzzer through the service ----
+# (its fixed seed and a fresh one, GPUSORT_SERVICE_FUZZ_SECONDS each, 0
+# skips it): every GpuSort of its queries under gpusort.device = gpu runs
+# in the emulated service, rows jobs included, against PostgreSQL's sort
+if [ "${GPUSORT_SERVICE_FUZZ_SECONDS:-30}" != 0 ]; then
+  echo "== the differential fuzzer through the service"
+  GPUSORT_FUZZ_SECONDS=${GPUSORT_SERVICE_FUZZ_SECONDS:-30} GPUSORT_FUZZ_DEVICE=gpu \
+    GPUSORT_FUZZ_DB=gpusort_service_fuzz PG_CONFIG="$pg_config" \
+    test/fuzz/run_fuzz.sh > "$workdir/fuzz.log" 2>&1
+  line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$workdir/fuzz.log" | tail -n 1)
+  if [ -n "$line" ] && [ "$(echo "$line" | cut -d' ' -f3)" = 0 ]; then
+    ok "the fuzzer's queries through the service agree with PostgreSQL's sort ($line)"
+  else
+    grep -E "FAIL|Error|error" "$workdir/fuzz.log" | head -n 20
+    bad "the fuzzer's queries through the service agree with PostgreSQL's sort" "${line:-no result}"
+  fi
+fi
 
 # ---- 2. info, stats, two GPUs at once ----
 echo "== gpusort_info(), gpusort_stats, two sorts on two GPUs"
