@@ -1797,8 +1797,7 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 	SpinLockAcquire(&gpu_service->mutex);
 	budget = gpu_service->gpus[gpu].budget_bytes;
 	SpinLockRelease(&gpu_service->mutex);
-	/* the service counts the job as gs_job_gpu_bytes() does: twice its
-	 * rows and GS_ROWS_BYTES_PER_RECORD a record beyond the overhead */
+	/* the service counts the job as gs_job_gpu_bytes() does */
 	{
 		uint64		share = budget / 4;
 
@@ -1806,11 +1805,8 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 			share = Min(share, memory_limit);
 		if (session_limit > 0)
 			share = Min(share, session_limit);
-		share = share > GS_JOB_OVERHEAD_BYTES ? share - GS_JOB_OVERHEAD_BYTES : 0;
 		min_record_bytes = Max(min_record_bytes, 1);
-		capacity_bytes = Min(capacity_bytes,
-							 (uint64) ((double) share /
-									   (2.0 + (double) GS_ROWS_BYTES_PER_RECORD / min_record_bytes)));
+		capacity_bytes = Min(capacity_bytes, gs_rows_capacity_within(share, min_record_bytes));
 	}
 	max_records = Min(capacity_bytes / min_record_bytes, (uint64) PG_INT32_MAX);
 	if (max_records == 0)

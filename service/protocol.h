@@ -102,6 +102,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The module's build: a backend and a gpusort-gpud of different builds (a
  * package upgraded under a running server) refuse each other. The Makefile
@@ -121,6 +123,48 @@
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
 #define GS_SERVICE_MAX_GPUS 16
+
+/*
+ * gpusort-gpud's command line, as the worker (worker.c) runs it:
+ *
+ *   gpusort-gpud --count
+ *       prints how many GPUs the machine has ("3\n"), or "0 " and why
+ *       there is none; the worker reads it with gs_gpud_parse_count();
+ *   gpusort-gpud --gpu-index N --staging-mb MB --budget-mb MB --build B
+ *       serves GPU N with a staging area of MB and a GPU memory budget of
+ *       MB (0: 90% of the GPU's), for backends of build B only, on the
+ *       descriptors below; it exits GPUD_EXIT_DEVICE_FAULT after a GPU
+ *       fault that broke its context.
+ */
+#define GS_GPUD_COUNT "--count"
+#define GS_GPUD_GPU_INDEX "--gpu-index"
+#define GS_GPUD_STAGING_MB "--staging-mb"
+#define GS_GPUD_BUDGET_MB "--budget-mb"
+#define GS_GPUD_BUILD "--build"
+/* the most GPUs --count may report */
+#define GS_GPUD_MAX_COUNT 1024
+
+/* The count in --count's output (-1: none there) and, after it, *why
+ * (why there is no GPU, or ""), up to the end of its line. */
+static inline int
+gs_gpud_parse_count(const char *output, char *why, size_t why_size)
+{
+	char	   *rest;
+	long		count = strtol(output, &rest, 10);
+	size_t		length;
+
+	why[0] = '\0';
+	if (rest == output || count < 0 || count > GS_GPUD_MAX_COUNT)
+		return -1;
+	while (*rest == ' ')
+		rest++;
+	length = strcspn(rest, "\n");
+	if (length >= why_size)
+		length = why_size - 1;
+	memcpy(why, rest, length);
+	why[length] = '\0';
+	return (int) count;
+}
 
 /* The descriptors a gpusort-gpud inherits from the worker: its listening
  * socket, bound but not yet listening, and its status page. */
@@ -440,6 +484,20 @@ gs_job_gpu_bytes(const gs_message *job)
 			return n * (kb + sizeof(uint32_t)) + gs_next_power_of_two(n) * 16 +
 				GS_JOB_OVERHEAD_BYTES;
 	}
+}
+
+/* The most record bytes a rows job may ask room for (capacity_bytes) so
+ * that gs_job_gpu_bytes() counts it within `gpu_bytes`, none of its records
+ * under `min_record_bytes` bytes: that function solved for the capacity. */
+static inline uint64_t
+gs_rows_capacity_within(uint64_t gpu_bytes, uint64_t min_record_bytes)
+{
+	uint64_t	room = gpu_bytes > GS_JOB_OVERHEAD_BYTES ? gpu_bytes - GS_JOB_OVERHEAD_BYTES : 0;
+
+	if (min_record_bytes == 0)
+		min_record_bytes = 1;
+	return (uint64_t) ((double) room /
+					   (2.0 + (double) GS_ROWS_BYTES_PER_RECORD / (double) min_record_bytes));
 }
 
 /* Whether [offset, offset + length) lies within `size` bytes, without

@@ -334,7 +334,7 @@ start_program(char *const argv[], int device, int stdout_fd, int listen_fd, int 
 static int
 count_gpus(char *why, size_t why_size)
 {
-	char	   *argv[] = {gpud_path, "--count", NULL};
+	char	   *argv[] = {gpud_path, GS_GPUD_COUNT, NULL};
 	int			pipe_fds[2];
 	char		output[512];
 	size_t		got = 0;
@@ -397,19 +397,11 @@ count_gpus(char *why, size_t why_size)
 		return -1;
 	}
 	{
-		char	   *rest;
-		long		count = strtol(output, &rest, 10);
+		int			count = gs_gpud_parse_count(output, why, why_size);
 
-		if (count < 0 || count > 1024)
-		{
+		if (count < 0)
 			snprintf(why, why_size, "%s --count printed no count", gpud_path);
-			return -1;
-		}
-		while (*rest == ' ')
-			rest++;
-		snprintf(why, why_size, "%s", rest);
-		why[strcspn(why, "\n")] = '\0';
-		return (int) count;
+		return count;
 	}
 }
 
@@ -530,8 +522,8 @@ start_gpud(int gpu)
 	char		index[16],
 				staging[16],
 				budget[16];
-	char	   *argv[] = {gpud_path, "--gpu-index", index, "--staging-mb", staging,
-		"--budget-mb", budget, "--build", GPUSORT_BUILD, NULL};
+	char	   *argv[] = {gpud_path, GS_GPUD_GPU_INDEX, index, GS_GPUD_STAGING_MB, staging,
+		GS_GPUD_BUDGET_MB, budget, GS_GPUD_BUILD, GPUSORT_BUILD, NULL};
 	gs_status_page *page = NULL;
 	int			status_fd;
 	int			listen_fd;

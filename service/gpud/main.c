@@ -238,28 +238,27 @@ main(int argc, char **argv)
 	{
 		const char *value = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (strcmp(argv[i], "--count") == 0)
+		if (strcmp(argv[i], GS_GPUD_COUNT) == 0)
 		{
 			char		reason[256] = "";
 			int			count = gpud_device->count(reason, sizeof(reason));
 
+			/* protocol.h's form: gs_gpud_parse_count() reads it */
 			if (count == 0)
-			{
 				printf("0 %s\n", reason);
-				return 0;
-			}
-			printf("%d\n", count);
+			else
+				printf("%d\n", count);
 			return 0;
 		}
 		if (value == NULL)
 			usage();
-		if (strcmp(argv[i], "--gpu-index") == 0)
+		if (strcmp(argv[i], GS_GPUD_GPU_INDEX) == 0)
 			service.gpu_index = atoi(value);
-		else if (strcmp(argv[i], "--staging-mb") == 0)
+		else if (strcmp(argv[i], GS_GPUD_STAGING_MB) == 0)
 			service.staging_bytes = strtoull(value, NULL, 10) << 20;
-		else if (strcmp(argv[i], "--budget-mb") == 0)
+		else if (strcmp(argv[i], GS_GPUD_BUDGET_MB) == 0)
 			budget_mb = strtoull(value, NULL, 10);
-		else if (strcmp(argv[i], "--build") == 0)
+		else if (strcmp(argv[i], GS_GPUD_BUILD) == 0)
 			snprintf(service.build, sizeof(service.build), "%s", value);
 		else
 			usage();
