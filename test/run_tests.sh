@@ -7,7 +7,8 @@
 #                                      counts them all
 #   PG_CONFIG=.../pg_config test/run_tests.sh    that server's major only
 # For each major:
-# 1. the engine's unit tests (plain C, no PostgreSQL);
+# 1. the engine's unit tests (plain C, no PostgreSQL), and the kernels'
+#    sorting networks emulated on the CPU (make emulate-networks);
 # 2. the pg_regress and isolation suites (make installcheck) against a
 #    throwaway PostgreSQL server started here with PostgreSQL's default
 #    settings (parallel query on, work_mem 4MB) and gpusort preloaded; a
@@ -95,6 +96,12 @@ echo "== engine unit tests"
 make -s unittest PG_CONFIG="$pg_config" > "$workdir/unit.log" 2>&1
 grep -v "^$" "$workdir/unit.log" | tail -n 20
 count_from "$workdir/unit.log" "unit tests"
+# the kernels' sorting networks, run on the CPU as a GPU's threads would
+# run them (test/gpu/emulate_networks.cpp): their layouts and results
+echo "== the kernels' networks, emulated on the CPU"
+make -s emulate-networks PG_CONFIG="$pg_config" > "$workdir/networks.log" 2>&1
+tail -n 1 "$workdir/networks.log"
+count_from "$workdir/networks.log" "the network emulation"
 
 # ---- 2. pg_regress against a throwaway server ----
 echo "== pg_regress and isolation tests (server with default settings)"
