@@ -495,42 +495,13 @@ disconnect(Peer *peer)
 	peer->fd = -1;
 }
 
-/* Sends a message, with a descriptor (SCM_RIGHTS) if pass_fd >= 0. */
+/* Sends a message of `type`, with a descriptor (SCM_RIGHTS) if
+ * pass_fd >= 0. */
 static bool
 send_message(const Peer *peer, gs_message *message, gs_message_type type, int pass_fd)
 {
-	struct iovec iov = {message, sizeof(*message)};
-	struct msghdr header;
-	char		control[CMSG_SPACE(sizeof(int))];
-
-	message->magic = GS_SERVICE_MAGIC;
 	message->type = type;
-	memset(&header, 0, sizeof(header));
-	header.msg_iov = &iov;
-	header.msg_iovlen = 1;
-	if (pass_fd >= 0)
-	{
-		struct cmsghdr *cmsg;
-
-		memset(control, 0, sizeof(control));
-		header.msg_control = control;
-		header.msg_controllen = sizeof(control);
-		cmsg = CMSG_FIRSTHDR(&header);
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
-	}
-	for (;;)
-	{
-		ssize_t		sent = sendmsg(peer->fd, &header, MSG_NOSIGNAL);
-
-		if (sent == (ssize_t) sizeof(*message))
-			return true;
-		if (sent < 0 && errno == EINTR)
-			continue;
-		return false;
-	}
+	return gs_send_message(peer->fd, message, pass_fd);
 }
 
 /* The strings of a message from the service, terminated wherever they

@@ -98,12 +98,14 @@
 #ifndef GPUSORT_SERVICE_PROTOCOL_H
 #define GPUSORT_SERVICE_PROTOCOL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* The module's build: a backend and a gpusort-gpud of different builds (a
  * package upgraded under a running server) refuse each other. The Makefile
@@ -498,6 +500,44 @@ gs_rows_capacity_within(uint64_t gpu_bytes, uint64_t min_record_bytes)
 		min_record_bytes = 1;
 	return (uint64_t) ((double) room /
 					   (2.0 + (double) GS_ROWS_BYTES_PER_RECORD / (double) min_record_bytes));
+}
+
+/* Sends one whole message on `fd`, with a descriptor (SCM_RIGHTS) if
+ * pass_fd >= 0: how both sides frame what they say. */
+static inline bool
+gs_send_message(int fd, gs_message *message, int pass_fd)
+{
+	struct iovec iov = {message, sizeof(*message)};
+	struct msghdr header;
+	char		control[CMSG_SPACE(sizeof(int))];
+
+	message->magic = GS_SERVICE_MAGIC;
+	memset(&header, 0, sizeof(header));
+	header.msg_iov = &iov;
+	header.msg_iovlen = 1;
+	if (pass_fd >= 0)
+	{
+		struct cmsghdr *cmsg;
+
+		memset(control, 0, sizeof(control));
+		header.msg_control = control;
+		header.msg_controllen = sizeof(control);
+		cmsg = CMSG_FIRSTHDR(&header);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
+	}
+	for (;;)
+	{
+		ssize_t		sent = sendmsg(fd, &header, MSG_NOSIGNAL);
+
+		if (sent == (ssize_t) sizeof(*message))
+			return true;
+		if (sent < 0 && errno == EINTR)
+			continue;
+		return false;
+	}
 }
 
 /* Whether [offset, offset + length) lies within `size` bytes, without

@@ -25,42 +25,6 @@
  * Connections
  * ------------------------------------------------------------------------ */
 
-bool
-send_message(int fd, gs_message *message, int pass_fd)
-{
-	struct iovec iov = {message, sizeof(*message)};
-	struct msghdr header;
-	char		control[CMSG_SPACE(sizeof(int))];
-
-	message->magic = GS_SERVICE_MAGIC;
-	memset(&header, 0, sizeof(header));
-	header.msg_iov = &iov;
-	header.msg_iovlen = 1;
-	if (pass_fd >= 0)
-	{
-		struct cmsghdr *cmsg;
-
-		memset(control, 0, sizeof(control));
-		header.msg_control = control;
-		header.msg_controllen = sizeof(control);
-		cmsg = CMSG_FIRSTHDR(&header);
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
-	}
-	for (;;)
-	{
-		ssize_t		sent = sendmsg(fd, &header, MSG_NOSIGNAL);
-
-		if (sent == (ssize_t) sizeof(*message))
-			return true;
-		if (sent < 0 && errno == EINTR)
-			continue;
-		return false;
-	}
-}
-
 /* A whole message, or false at EOF or on a malformed one. A descriptor
  * passed along lands in *passed_fd if that is not NULL (else, and beyond
  * the first, it is closed); -1 if none came. */
@@ -134,7 +98,7 @@ refuse(int fd, gs_refusal refusal, double queue_ms, const char *format,...)
 	va_start(args, format);
 	vsnprintf(reply.message, sizeof(reply.message), format, args);
 	va_end(args);
-	send_message(fd, &reply, -1);
+	gs_send_message(fd, &reply, -1);
 }
 
 static bool
@@ -170,7 +134,7 @@ welcome(int fd)
 	reply.budget_bytes = service.budget_bytes;
 	reply.generation = service.generation;
 	reply.emulated = service.emulated;
-	send_message(fd, &reply, service.staging_fd);
+	gs_send_message(fd, &reply, service.staging_fd);
 }
 
 /* Moves pieces of a chunked job's area through its slot until `until`
@@ -196,7 +160,7 @@ move_pieces(int fd, char *buffer, uint64_t area_bytes, char *slot, uint64_t slot
 		else
 			memcpy(slot, buffer + message.offset, message.length);
 		message.type = GS_MSG_ACK;
-		if (!send_message(fd, &message, -1))
+		if (!gs_send_message(fd, &message, -1))
 			return false;
 	}
 }
@@ -216,7 +180,7 @@ send_admitted(int fd, const gs_message *job, uint64_t slot_offset, uint64_t slot
 	reply.estimate_bytes = gpu_bytes;
 	reply.queue_ms = queue_ms;
 	reply.token = token;
-	return send_message(fd, &reply, -1);
+	return gs_send_message(fd, &reply, -1);
 }
 
 void *
@@ -351,7 +315,7 @@ serve_connection(void *arg)
 		snprintf(done.message, sizeof(done.message), "%s",
 				 gpud_device->last_error());
 	if (status != GPU_INTERRUPTED)
-		send_message(fd, &done, -1);
+		gs_send_message(fd, &done, -1);
 	if (status != GPU_OK && status != GPU_INTERRUPTED)
 		job_failed(status, done.message);
 	/* the client reads its results (pieces of them, when chunked), then

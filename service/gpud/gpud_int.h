@@ -154,7 +154,6 @@ extern void serve_attach(int fd, const gs_message *job);
 
 /* ---- connections.c ---- */
 
-extern bool send_message(int fd, gs_message *message, int pass_fd);
 extern bool receive_message(int fd, gs_message *message);
 extern void refuse(int fd, gs_refusal refusal, double queue_ms, const char *format,...);
 extern bool send_admitted(int fd, const gs_message *job, uint64_t slot_offset,

@@ -703,7 +703,7 @@ rows_job_failed(int fd, gpu_status status, gs_message *reply)
 	reply->status = wire_status(status);
 	if (reply->message[0] == '\0')
 		snprintf(reply->message, sizeof(reply->message), "%s", gpud_device->last_error());
-	send_message(fd, reply, -1);
+	gs_send_message(fd, reply, -1);
 	job_failed(status, reply->message);
 }
 
@@ -822,7 +822,7 @@ serve_rows(int fd, const gs_message *job, int file, uint64_t slot_offset, uint64
 			break;				/* out of turn, or a cancel: the job ends */
 		if (status != GPU_OK)
 			break;
-		if (!send_message(fd, &reply, -1))
+		if (!gs_send_message(fd, &reply, -1))
 			break;
 	}
 	/* the memory goes now, whoever is still attached (their next PUT fails) */
@@ -860,7 +860,7 @@ serve_attached(int fd, const gs_message *job, RowsJob *rows, uint64_t slot_offse
 	{
 		memset(&reply, 0, sizeof(reply));
 		status = rows_put(rows, &message, slot, slot_bytes, &records, &bytes, &reply);
-		if (status == GPU_OK && !send_message(fd, &reply, -1))
+		if (status == GPU_OK && !gs_send_message(fd, &reply, -1))
 			break;
 	}
 	if (status != GPU_OK)
