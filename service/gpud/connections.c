@@ -133,7 +133,7 @@ welcome(int fd)
 	reply.staging_bytes = service.staging_bytes;
 	reply.budget_bytes = service.budget_bytes;
 	reply.generation = service.generation;
-	reply.emulated = service.emulated;
+	reply.emulated = gpud_device->emulated;
 	gs_send_message(fd, &reply, service.staging_fd);
 }
 

@@ -39,7 +39,6 @@ typedef struct GpudService
 	uint64_t	budget_bytes;
 	uint64_t	generation;
 	gs_wire_device device;
-	bool		emulated;		/* the test mode (device_emulated.c) */
 	char	   *staging;
 	int			staging_fd;
 	gs_status_page *status;		/* the worker's page (protocol.h) */

@@ -116,7 +116,6 @@ const GpudDevice *gpud_device = &gpud_cuda_device;
 static void
 probe_device(void)
 {
-	service.emulated = gpud_device->emulated;
 	gpud_device->probe(&service.device);
 }
 
@@ -204,7 +203,7 @@ publish_status(gs_gpud_state state)
 	page->staging_bytes = service.staging_bytes;
 	page->budget_bytes = service.budget_bytes;
 	page->generation = service.generation;
-	page->emulated = service.emulated;
+	page->emulated = gpud_device->emulated;
 	page->connections = __atomic_load_n(&connections_open, __ATOMIC_RELAXED);
 	page->rows_jobs = __atomic_load_n(&rows_jobs_open, __ATOMIC_RELAXED);
 	page->files_open = __atomic_load_n(&files_held, __ATOMIC_RELAXED);
