@@ -87,11 +87,12 @@ EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs r
 # found beside this Makefile.)
 gpusort_top := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
 GPUSORT_SQL_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(gpusort_top)/gpusort.control)
-# (gpusort-gpud's sources: every .c and .h in service/gpud/, sorted, so
-# that the digest is the same in every build directory.)
+# (gpusort-gpud's sources, every .c and .h in service/gpud/, and the
+# client's, service/client*.[ch], sorted, so that the digest is the same in
+# every build directory.)
 GPUSORT_BUILD := $(GPUSORT_SQL_VERSION)-$(shell cat $(gpusort_top)/service/protocol.h \
-	$(sort $(wildcard $(gpusort_top)/service/gpud/*.[ch])) $(gpusort_top)/service/client.c \
-	| md5sum | cut -c1-12)
+	$(sort $(wildcard $(gpusort_top)/service/gpud/*.[ch])) \
+	$(sort $(wildcard $(gpusort_top)/service/client*.[ch])) | md5sum | cut -c1-12)
 BUILD_FLAG = -DGPUSORT_BUILD='"$(GPUSORT_BUILD)"'
 # the release: META.json's version (make dist's archive; on PostgreSQL 18
 # also the module's, in its magic block: src/compat.h)
@@ -113,7 +114,9 @@ include $(PGXS)
 
 # gpusort-gpud's sources: service/gpud/ (its files, sorted, as in GPUSORT_BUILD)
 GPUD_SOURCES = $(sort $(wildcard $(srcdir)/service/gpud/*.[ch]))
-SERVICE_SOURCES = $(srcdir)/service/protocol.h $(GPUD_SOURCES) $(srcdir)/service/client.c
+# the client's sources: service/client*.[ch] (as in GPUSORT_BUILD)
+CLIENT_SOURCES = $(sort $(wildcard $(srcdir)/service/client*.[ch]))
+SERVICE_SOURCES = $(srcdir)/service/protocol.h $(GPUD_SOURCES) $(CLIENT_SOURCES)
 service/client.o service/worker.o: $(SERVICE_SOURCES) $(srcdir)/gpusort.control
 
 # kernels/ in the source tree: "kernels" in an in-tree build (PGXS sets

@@ -52,6 +52,7 @@
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
+#include "client_int.h"
 #include "gpu_api.h"
 #include "service.h"
 #include "verify.h"
@@ -65,40 +66,20 @@ static bool gpu_required = false;
 /* How often a wait on the service looks whether its process is still the
  * one it talks to. */
 #define LIVENESS_CHECK_MS 1000
-/* The service answers a SUBMIT within the wait it was allowed, and this. */
-#define ADMISSION_ANSWER_MS(wait_ms) ((long) Min((wait_ms), (int64) INT_MAX) + 10000)
 /* Result checks look for a cancel this often (elements). */
 #define CHECK_STRIDE ((size_t) 1 << 20)
 
-static char last_error[512] = "no GPU error";
+char		last_error[512] = "no GPU error";
 
 /* The start of the last statement one of whose jobs waited out its time
  * in the service's queue (admission_wait_ms) */
 static TimestampTz refused_statement = 0;
 
-/* This backend's mapping of each GPU's staging area (the memfd it was
- * handed), kept while that gpusort-gpud lives. */
-typedef struct StagingMapping
-{
-	uint64		generation;
-	char	   *base;
-	uint64		bytes;
-	int			rows_jobs;		/* open rows jobs whose slot lies in it */
-} StagingMapping;
+/* this backend's mappings of the staging areas (client_int.h) */
+StagingMapping client_mappings[GS_SERVICE_MAX_GPUS];
+StagingMapping client_retired[MAX_RETIRED_MAPPINGS];
 
-static StagingMapping mappings[GS_SERVICE_MAX_GPUS];
-
-/* Mappings of a staging area whose process has gone, kept while a rows
- * job of this backend still points into them (its reads then fail with
- * the connection, not on unmapped memory). */
-#define MAX_RETIRED_MAPPINGS 16
-static StagingMapping retired[MAX_RETIRED_MAPPINGS];
-
-static void
-set_error(const char *format,...)
-pg_attribute_printf(1, 2);
-
-static void
+void
 set_error(const char *format,...)
 {
 	va_list		args;
@@ -143,7 +124,7 @@ gpu_service_count_fallback(int gpu, GpuFallbackReason reason)
 		pg_atomic_fetch_add_u64(&gpu_service->gpus[gpu].counters.fallbacks[reason], 1);
 }
 
-static void
+void
 count_job(int gpu, const gs_message *done, uint64 n, uint64 bytes)
 {
 	GpuServiceCounters *each[2] = {&gpu_service->counters, &gpu_service->gpus[gpu].counters};
@@ -200,7 +181,7 @@ state_phrase(GpuServiceState state)
 }
 
 /* Why no GPU is usable, in words a user can act on. */
-static void
+void
 describe_unavailable(char *why, size_t size)
 {
 	GpuServiceState state;
@@ -234,7 +215,7 @@ describe_unavailable(char *why, size_t size)
 
 /* The usable GPU with the fewest jobs of backends now, taking turns among
  * equally loaded ones when `take_turn`; -1 if none. */
-static int
+int
 choose_gpu(bool take_turn)
 {
 	int			best = -1;
@@ -297,7 +278,7 @@ wire_algorithm(gpu_algorithm algorithm)
 
 /* A job's times as the service measured them; queue_ms and device_index
  * are the client's to fill. */
-static void
+void
 set_timing(gpu_timing *into, const gs_wire_timing *timing)
 {
 	memset(into, 0, sizeof(*into));
@@ -391,22 +372,6 @@ gpu_host_unregister(void *pointer)
  * Talking to gpusort-gpud
  * ------------------------------------------------------------------------ */
 
-typedef enum
-{
-	WAIT_OK,
-	WAIT_CLOSED,				/* the service went away */
-	WAIT_CANCELLED,				/* the poll function asked to stop */
-	WAIT_TIMED_OUT
-} wait_result;
-
-/* A connection to one GPU's process: the pid it must be. */
-typedef struct Peer
-{
-	int			fd;
-	int			gpu;
-	pid_t		pid;
-} Peer;
-
 /* Whether GPU `gpu`'s process is still `pid`, and serving. */
 static bool
 peer_alive(const Peer *peer)
@@ -487,8 +452,8 @@ connect_to(int gpu, Peer *peer, char *why, size_t why_size)
 	return true;
 }
 
-static void
-disconnect(Peer *peer)
+void
+client_disconnect(Peer *peer)
 {
 	if (peer->fd >= 0)
 		close(peer->fd);
@@ -497,8 +462,8 @@ disconnect(Peer *peer)
 
 /* Sends a message of `type`, with a descriptor (SCM_RIGHTS) if
  * pass_fd >= 0. */
-static bool
-send_message(const Peer *peer, gs_message *message, gs_message_type type, int pass_fd)
+bool
+client_send_message(const Peer *peer, gs_message *message, gs_message_type type, int pass_fd)
 {
 	message->type = type;
 	return gs_send_message(peer->fd, message, pass_fd);
@@ -522,9 +487,9 @@ terminate_strings(gs_message *message)
  * the GPU's process (looked at every LIVENESS_CHECK_MS). A descriptor
  * passed along (WELCOME) lands in *passed_fd; any other is closed.
  */
-static wait_result
-receive_message(const Peer *peer, gs_message *message, gpu_poll_fn poll, void *poll_arg,
-				long timeout_ms, int *passed_fd)
+wait_result
+client_receive_message(const Peer *peer, gs_message *message, gpu_poll_fn poll, void *poll_arg,
+					   long timeout_ms, int *passed_fd)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz checked = start;
@@ -610,7 +575,7 @@ receive_message(const Peer *peer, gs_message *message, gpu_poll_fn poll, void *p
 static bool
 map_staging(const Peer *peer, const gs_message *welcome, int memfd)
 {
-	StagingMapping *m = &mappings[peer->gpu];
+	StagingMapping *m = &client_mappings[peer->gpu];
 	struct stat file;
 	int			seals;
 
@@ -624,10 +589,10 @@ map_staging(const Peer *peer, const gs_message *welcome, int memfd)
 	{
 		int			i = 0;
 
-		while (i < MAX_RETIRED_MAPPINGS && retired[i].base != NULL)
+		while (i < MAX_RETIRED_MAPPINGS && client_retired[i].base != NULL)
 			i++;
 		if (i < MAX_RETIRED_MAPPINGS)
-			retired[i] = *m;	/* else left mapped for good */
+			client_retired[i] = *m;	/* else left mapped for good */
 	}
 	else if (m->base != NULL)
 		munmap(m->base, m->bytes);
@@ -665,9 +630,9 @@ map_staging(const Peer *peer, const gs_message *welcome, int memfd)
  * stays open for a job. 1 on success; 0 on failure (*why says what); -1 if
  * `poll` (NULL: none) says the wait is cancelled.
  */
-static int
-open_session(int gpu, Peer *peer, char *why, size_t why_size, gpu_poll_fn poll,
-			 void *poll_arg)
+int
+client_open_session(int gpu, Peer *peer, char *why, size_t why_size, gpu_poll_fn poll,
+					void *poll_arg)
 {
 	gs_message	hello;
 	gs_message	welcome;
@@ -679,11 +644,11 @@ open_session(int gpu, Peer *peer, char *why, size_t why_size, gpu_poll_fn poll,
 	memset(&hello, 0, sizeof(hello));
 	hello.protocol = GS_SERVICE_PROTOCOL;
 	strlcpy(hello.build, GPUSORT_BUILD, sizeof(hello.build));
-	if (!send_message(peer, &hello, GS_MSG_HELLO, -1) ||
-		(result = receive_message(peer, &welcome, poll, poll_arg, 10000, &memfd)) != WAIT_OK)
+	if (!client_send_message(peer, &hello, GS_MSG_HELLO, -1) ||
+		(result = client_receive_message(peer, &welcome, poll, poll_arg, 10000, &memfd)) != WAIT_OK)
 	{
 		snprintf(why, why_size, "the GPU service's process for GPU %d did not answer", gpu);
-		disconnect(peer);
+		client_disconnect(peer);
 		return result == WAIT_CANCELLED ? -1 : 0;
 	}
 	if (welcome.type == GS_MSG_REFUSED)
@@ -700,17 +665,17 @@ open_session(int gpu, Peer *peer, char *why, size_t why_size, gpu_poll_fn poll,
 		return 1;
 	if (memfd >= 0)
 		close(memfd);
-	disconnect(peer);
+	client_disconnect(peer);
 	return 0;
 }
 
 /* Whether ADMITTED's slot lies within the GPU's mapped staging area and
  * holds at least `needed` bytes. */
-static bool
+bool
 slot_acceptable(int gpu, const gs_message *admitted, uint64 needed)
 {
 	return admitted->slot_bytes >= needed &&
-		gs_range_within(admitted->slot_offset, admitted->slot_bytes, mappings[gpu].bytes) &&
+		gs_range_within(admitted->slot_offset, admitted->slot_bytes, client_mappings[gpu].bytes) &&
 		admitted->slot_offset % 8 == 0 && admitted->slot_bytes % 8 == 0;
 }
 
@@ -902,9 +867,9 @@ move_through_slot(const Peer *peer, ClientJob *job, char *slot, uint64 slot_byte
 		message.length = piece;
 		if (put)
 			memcpy(slot, host + done, piece);
-		if (!send_message(peer, &message, put ? GS_MSG_PUT : GS_MSG_GET, -1))
+		if (!client_send_message(peer, &message, put ? GS_MSG_PUT : GS_MSG_GET, -1))
 			return WAIT_CLOSED;
-		result = receive_message(peer, &message, job->poll, job->poll_arg, -1, NULL);
+		result = client_receive_message(peer, &message, job->poll, job->poll_arg, -1, NULL);
 		if (result != WAIT_OK)
 			return result;
 		if (message.type != GS_MSG_ACK || message.offset != offset + done ||
@@ -970,7 +935,7 @@ take_results(const Peer *peer, ClientJob *job, const gs_message *admitted, const
 	const unsigned key_bytes = job->submit.key_bytes;
 	uint64		count = job->submit.kind == GS_JOB_APPROX ? done->valid_outputs : n;
 	uint64		index_offset = gs_job_index_offset(n, key_bytes);
-	char	   *slot = mappings[peer->gpu].base + admitted->slot_offset;
+	char	   *slot = client_mappings[peer->gpu].base + admitted->slot_offset;
 	result_check check;
 
 	if (count > n)
@@ -1064,7 +1029,7 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	gpu_status	status;
 	uint8		random[24];
 
-	switch (open_session(gpu, &peer, why, sizeof(why), job->poll, job->poll_arg))
+	switch (client_open_session(gpu, &peer, why, sizeof(why), job->poll, job->poll_arg))
 	{
 		case -1:
 			set_error("the GPU sort was interrupted");
@@ -1076,7 +1041,7 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	}
 	if (!pg_strong_random(random, sizeof(random)))
 	{
-		disconnect(&peer);
+		client_disconnect(&peer);
 		set_error("no random numbers to check the GPU's result with");
 		return GPU_FAILED;
 	}
@@ -1084,10 +1049,10 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 
 	/* admission */
 	message = job->submit;
-	if (!send_message(&peer, &message, GS_MSG_SUBMIT, -1))
+	if (!client_send_message(&peer, &message, GS_MSG_SUBMIT, -1))
 		goto lost;
-	result = receive_message(&peer, &admitted, job->poll, job->poll_arg,
-							 ADMISSION_ANSWER_MS(job->submit.wait_ms), NULL);
+	result = client_receive_message(&peer, &admitted, job->poll, job->poll_arg,
+									ADMISSION_ANSWER_MS(job->submit.wait_ms), NULL);
 	if (result != WAIT_OK)
 		goto wait_failed;
 	if (admitted.type == GS_MSG_REFUSED)
@@ -1096,7 +1061,7 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 			set_error("%s; %s", admitted.message, job->short_wait);
 		else
 			set_error("%s", admitted.message);
-		disconnect(&peer);
+		client_disconnect(&peer);
 		count_queue_wait(gpu, admitted.queue_ms);
 		done->queue_ms = admitted.queue_ms;
 		return status_of_refusal(&admitted, gpu);
@@ -1105,7 +1070,7 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 		!slot_acceptable(gpu, &admitted, admitted.chunked ? 8 : area))
 		goto lost;
 	count_queue_wait(gpu, admitted.queue_ms);
-	slot = mappings[gpu].base + admitted.slot_offset;
+	slot = client_mappings[gpu].base + admitted.slot_offset;
 
 	/* the keys in, the job run, the result worked out meanwhile */
 	if (admitted.chunked)
@@ -1118,14 +1083,14 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	else
 		memcpy(slot, job->keys, key_area);
 	memset(&message, 0, sizeof(message));
-	if (!send_message(&peer, &message, GS_MSG_RUN, -1))
+	if (!client_send_message(&peer, &message, GS_MSG_RUN, -1))
 		goto lost;
 	if (!expect_result(job))
 	{
 		result = WAIT_CANCELLED;
 		goto wait_failed;
 	}
-	result = receive_message(&peer, done, job->poll, job->poll_arg, -1, NULL);
+	result = client_receive_message(&peer, done, job->poll, job->poll_arg, -1, NULL);
 	if (result != WAIT_OK)
 		goto wait_failed;
 	if (done->type != GS_MSG_DONE)
@@ -1134,7 +1099,7 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	if (done->status != GS_STATUS_OK)
 	{
 		set_error("%s", done->message);
-		disconnect(&peer);
+		client_disconnect(&peer);
 		if (done->status == GS_STATUS_OUT_OF_MEMORY)
 			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
 		else if (done->status != GS_STATUS_INTERRUPTED)
@@ -1148,7 +1113,7 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 		result = WAIT_CANCELLED;
 		goto wait_failed;
 	}
-	disconnect(&peer);
+	client_disconnect(&peer);
 	if (status == GPU_OK)
 		count_job(gpu, done, n, key_area * 2 + (job->row_index ? n * sizeof(uint32_t) : 0));
 	return status;
@@ -1160,13 +1125,13 @@ wait_failed:
 		gs_message	cancel;
 
 		memset(&cancel, 0, sizeof(cancel));
-		send_message(&peer, &cancel, GS_MSG_CANCEL, -1);
-		disconnect(&peer);
+		client_send_message(&peer, &cancel, GS_MSG_CANCEL, -1);
+		client_disconnect(&peer);
 		set_error("the GPU sort was interrupted");
 		return GPU_INTERRUPTED;
 	}
 lost:
-	disconnect(&peer);
+	client_disconnect(&peer);
 	gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
 	set_error("the GPU service's process for GPU %d ended during the sort (see the server log)",
 			  gpu);
@@ -1208,7 +1173,7 @@ run_job(ClientJob *job, gs_message *done, gpu_timing *timing)
 	return status;
 }
 
-static bool
+bool
 cancel_requested(void *arg)
 {
 	(void) arg;
@@ -1218,8 +1183,8 @@ cancel_requested(void *arg)
 
 /* The session a job counts against: this backend, or the leader of the
  * parallel query it works for. */
-static int32
-session_id(void)
+int32
+client_session_id(void)
 {
 	if (MyProc != NULL && MyProc->lockGroupLeader != NULL)
 		return (int32) MyProc->lockGroupLeader->pid;
@@ -1255,7 +1220,7 @@ submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void
 	job->submit.with_index = row_index != NULL;
 	job->submit.memory_limit = memory_limit;
 	job->submit.wait_ms = admission_wait_ms(&job->short_wait);
-	job->submit.session_id = session_id();
+	job->submit.session_id = client_session_id();
 	job->submit.session_memory_limit = (uint64) gpusort_session_gpu_memory_limit_mb << 20;
 	job->keys = keys;
 	job->row_index = row_index;
@@ -1602,19 +1567,19 @@ close_connection(ServiceRows *rows)
 {
 	if (rows->peer.fd < 0)
 		return;
-	disconnect(&rows->peer);
+	client_disconnect(&rows->peer);
 	if (rows->counted)
 		pg_atomic_fetch_sub_u32(&gpu_service->gpus[rows->gpu].in_flight, 1);
 	rows->counted = false;
-	if (rows->mapping != NULL && rows->mapping == mappings[rows->gpu].base)
-		mappings[rows->gpu].rows_jobs--;
+	if (rows->mapping != NULL && rows->mapping == client_mappings[rows->gpu].base)
+		client_mappings[rows->gpu].rows_jobs--;
 	else if (rows->mapping != NULL)
 	{
 		for (int i = 0; i < MAX_RETIRED_MAPPINGS; i++)
-			if (retired[i].base == rows->mapping && --retired[i].rows_jobs == 0)
+			if (client_retired[i].base == rows->mapping && --client_retired[i].rows_jobs == 0)
 			{
-				munmap(retired[i].base, retired[i].bytes);
-				retired[i].base = NULL;
+				munmap(client_retired[i].base, client_retired[i].bytes);
+				client_retired[i].base = NULL;
 			}
 	}
 	rows->mapping = NULL;
@@ -1669,12 +1634,12 @@ connect_rows(int gpu, char *why, size_t why_size)
 	}
 	rows = palloc0(sizeof(ServiceRows));
 	rows->gpu = gpu;
-	if (open_session(gpu, &rows->peer, why, why_size, cancel_requested, NULL) != 1)
+	if (client_open_session(gpu, &rows->peer, why, why_size, cancel_requested, NULL) != 1)
 	{
 		pfree(rows);
 		return NULL;
 	}
-	rows->generation = mappings[gpu].generation;
+	rows->generation = client_mappings[gpu].generation;
 	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
 	rows->counted = true;
 	return rows;
@@ -1688,9 +1653,9 @@ submit_rows(ServiceRows *rows, gs_message *message, int file_fd, char *why, size
 {
 	int			gpu = rows->gpu;
 
-	if (!send_message(&rows->peer, message, GS_MSG_SUBMIT, file_fd) ||
-		receive_message(&rows->peer, message, cancel_requested, NULL,
-						ADMISSION_ANSWER_MS(message->wait_ms), NULL) != WAIT_OK)
+	if (!client_send_message(&rows->peer, message, GS_MSG_SUBMIT, file_fd) ||
+		client_receive_message(&rows->peer, message, cancel_requested, NULL,
+							   ADMISSION_ANSWER_MS(message->wait_ms), NULL) != WAIT_OK)
 	{
 		snprintf(why, why_size, "the GPU service did not answer");
 		service_rows_close(rows);
@@ -1705,10 +1670,10 @@ submit_rows(ServiceRows *rows, gs_message *message, int file_fd, char *why, size
 		service_rows_close(rows);
 		return false;
 	}
-	rows->slot = mappings[gpu].base + message->slot_offset;
+	rows->slot = client_mappings[gpu].base + message->slot_offset;
 	rows->slot_bytes = message->slot_bytes;
-	rows->mapping = mappings[gpu].base;
-	mappings[gpu].rows_jobs++;
+	rows->mapping = client_mappings[gpu].base;
+	client_mappings[gpu].rows_jobs++;
 	return true;
 }
 
@@ -1801,7 +1766,7 @@ service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
 		message.nulls_first_mask |= (nulls_first[k] ? 1u : 0u) << k;
 	}
 	message.memory_limit = memory_limit;
-	message.session_id = session_id();
+	message.session_id = client_session_id();
 	message.session_memory_limit = session_limit;
 	/* rows in the GPU's memory are a speed-up, never worth a wait */
 	message.wait_ms = 0;
@@ -1873,7 +1838,7 @@ service_rows_attach(ServiceRowsShared *shared, char *why, size_t why_size)
 	memset(&message, 0, sizeof(message));
 	message.kind = GS_JOB_ROWS_ATTACH;
 	message.token = shared->token;
-	message.session_id = session_id();
+	message.session_id = client_session_id();
 	if (!submit_rows(rows, &message, -1, why, why_size))
 		return NULL;
 	rows->token = shared->token;
@@ -2009,7 +1974,8 @@ rows_lost(ServiceRows *rows)
 static bool
 rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 {
-	wait_result result = receive_message(&rows->peer, reply, cancel_requested, NULL, -1, NULL);
+	wait_result result = client_receive_message(&rows->peer, reply, cancel_requested, NULL,
+												-1, NULL);
 
 	if (result == WAIT_CANCELLED)
 	{
@@ -2100,7 +2066,7 @@ rows_request(ServiceRows *rows, gs_message_type type, uint64 slot_position, uint
 	message.length = length;
 	message.records = records;
 	message.offset = offset;
-	if (!send_message(&rows->peer, &message, type, -1))
+	if (!client_send_message(&rows->peer, &message, type, -1))
 		return rows_lost(rows);
 	rows->pending = type;
 	rows->pending_offset = offset;
@@ -2244,7 +2210,7 @@ service_rows_sort(ServiceRows *rows, gpu_timing *timing)
 	if (rows->shared == NULL)
 		rows->check.expected = gs_fingerprint_chains(rows->check.sent);
 	memset(&message, 0, sizeof(message));
-	if (!send_message(&rows->peer, &message, GS_MSG_RUN, -1) ||
+	if (!client_send_message(&rows->peer, &message, GS_MSG_RUN, -1) ||
 		!rows_reply(rows, &message, GS_MSG_DONE))
 		return false;
 	if (message.valid_outputs != rows->records)
