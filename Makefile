@@ -33,7 +33,7 @@ GLUE_OBJS = src/gpusort.o src/settings.o src/plan_info.o src/errors.o \
 	src/tuple_former.o src/table_pages.o src/worker_reports.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
-SERVICE_OBJS = service/worker.o service/client.o service/verify.o
+SERVICE_OBJS = service/worker.o service/client.o service/client_rows.o service/verify.o
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
 GPUD = service/gpusort-gpud
 
@@ -117,7 +117,7 @@ GPUD_SOURCES = $(sort $(wildcard $(srcdir)/service/gpud/*.[ch]))
 # the client's sources: service/client*.[ch] (as in GPUSORT_BUILD)
 CLIENT_SOURCES = $(sort $(wildcard $(srcdir)/service/client*.[ch]))
 SERVICE_SOURCES = $(srcdir)/service/protocol.h $(GPUD_SOURCES) $(CLIENT_SOURCES)
-service/client.o service/worker.o: $(SERVICE_SOURCES) $(srcdir)/gpusort.control
+service/client.o service/client_rows.o service/worker.o: $(SERVICE_SOURCES) $(srcdir)/gpusort.control
 
 # kernels/ in the source tree: "kernels" in an in-tree build (PGXS sets
 # srcdir to "./" there; make's names have no "./", and the pattern rule
