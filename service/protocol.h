@@ -1,8 +1,8 @@
 /*
  * protocol.h — what the GPU service's processes say to each other. Plain C,
  * no PostgreSQL: included by service/gpud/ (the CUDA process), by
- * service/client.c (the backends' side) and by service/worker.c (the
- * supervisor).
+ * service/client.c and client_rows.c (the backends' side) and by
+ * service/worker.c (the supervisor).
  *
  * The service layer, in one picture:
  *
@@ -34,7 +34,7 @@
  *   - gpusort-gpud serves only processes of its own user (SO_PEERCRED).
  *   - Every size, offset and count in a message, the staging memfd's real
  *     size and seals, and every result (a permutation of the input, in
- *     order) are checked before use (client.c).
+ *     order) are checked before use (client.c, client_rows.c).
  *
  * A conversation, one job per connection (SOCK_SEQPACKET: every message
  * arrives whole):

@@ -15,7 +15,8 @@
  *   - client.c: the backends' side. It offers kernels/gpu_api.h to the
  *     engine, so the engine sorts "on the GPU" the same way whether the
  *     kernels are linked in (unit tests) or reached through the service
- *     (the server).
+ *     (the server). client_rows.c: the rows jobs below, over client.c's
+ *     connections (client_int.h).
  */
 #ifndef GPUSORT_SERVICE_H
 #define GPUSORT_SERVICE_H
@@ -126,6 +127,8 @@ extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
  * gpu, as its assign hook says) rather than a fallback to count. */
 extern void gpu_service_set_gpu_required(bool required);
 
+/* ---- client_rows.c ---- */
+
 /*
  * A spilled sort's rows in a GPU's memory (a rows job, protocol.h): the
  * row store (src/row_store_gpu.c) lays batches of records out in the slot
@@ -162,8 +165,8 @@ typedef struct ServiceRowsShared
 	uint64		max_records;
 	pg_atomic_uint64 bytes_taken;
 	pg_atomic_uint64 records_taken;
-	/* the check of the rows returned (client.c): the opener's point, the
-	 * key count, and the fingerprint of what the attached ones sent */
+	/* the check of the rows returned (client_rows.c): the opener's point,
+	 * the key count, and the fingerprint of what the attached ones sent */
 	uint64		check_point[3];
 	int			nkeys;
 	pg_atomic_uint64 sent_fingerprint;

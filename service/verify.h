@@ -3,7 +3,7 @@
  * asked: a multiset fingerprint of keys (and row numbers), so that a sort's
  * output is proved a permutation of its input, or of the part of it an
  * approximate sort with a limit returns. Plain C, no PostgreSQL: client.c
- * uses it, and test/unit/test_engine.c tests it.
+ * and client_rows.c use it, and test/unit/test_engine.c tests it.
  *
  * The fingerprint of a multiset {e1, ..., en} at a random point r is
  *     F = (r - x(e1)) (r - x(e2)) ... (r - x(en))   mod p,  p = 2^61 - 1,
