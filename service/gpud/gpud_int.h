@@ -21,6 +21,7 @@
 
 #include "../protocol.h"
 #include "../../engine/gpusort_engine.h"
+#include "../../engine/sort_backend.h"
 #include "../../kernels/gpu_api.h"
 
 #include <pthread.h>
@@ -61,7 +62,9 @@ extern uint64_t jobs_failed;	/* atomic */
 typedef struct GpudDevice
 {
 	bool		emulated;
-	/* where the engine sorts a rows job's keys held in memory */
+	/* the engine's GPU in this process (main.c sets it at the start), and
+	 * where the engine sorts a rows job's keys held in memory */
+	const gs_sort_backend *engine_backend;
 	gs_device	engine_device;
 	/* buffers uploaded to the device are worth page-locking */
 	bool		pins_host_memory;

@@ -16,7 +16,8 @@ CC=${CC:-cc}
 ARCH=${CUDA_ARCH_FLAGS:-"-gencode arch=compute_90,code=sm_90"}
 NVCC_FLAGS="-O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden --expt-relaxed-constexpr $ARCH"
 CUDA_LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++"
-UNIT_CFLAGS="-std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels"
+UNIT_CFLAGS="-std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels -DGPUSORT_WITH_CUDA=1"
+# the engine, and the kernels as its GPU backend (engine/backend_kernels.c)
 ENGINE_SRCS=$(ls engine/*.c)
 OBJS=""
 
