@@ -27,8 +27,6 @@ status_of(gpu_status status)
 			return GS_ERR_INTERRUPTED;
 		case GPU_INVALID:
 			return GS_ERR_INVALID_ARGUMENT;
-		case GPU_BUSY:
-			return GS_ERR_GPU_BUSY;
 		case GPU_FAILED:
 			break;
 	}

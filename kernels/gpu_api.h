@@ -34,9 +34,7 @@ typedef enum gpu_status
 	GPU_OUT_OF_MEMORY,			/* device memory, or over the caller's cap */
 	GPU_FAILED,					/* any other CUDA error */
 	GPU_INTERRUPTED,			/* the poll function asked to stop */
-	GPU_INVALID,				/* bad arguments */
-	GPU_BUSY					/* the GPU service's queue did not admit the
-								 * job in the time allowed */
+	GPU_INVALID					/* bad arguments */
 } gpu_status;
 
 typedef enum gpu_algorithm
@@ -70,11 +68,6 @@ typedef struct gpu_timing
 	float		sort_ms;
 	float		download_ms;
 	size_t		device_bytes;	/* device memory the job held */
-	/* Filled by the GPU service's client (service/client.c), which offers
-	 * this same API to backends: how long the job waited for admission,
-	 * and which of the service's GPUs ran it. */
-	float		queue_ms;
-	int			device_index;
 } gpu_timing;
 
 /* Exact sort of keys (uint32_t or uint64_t) in host memory (pinned or not),
