@@ -72,16 +72,19 @@ CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 # The kernels as the engine's GPU backend: linked only beside them.
 KERNELS_BACKEND = engine/backend_kernels.c
 GPUD_GPU = $(srcdir)/$(KERNELS_BACKEND) $(CUDA_OBJS) $(CUDA_LIBS)
+# gpusort-gpud's GPU: device_cuda.c (device_none.c without CUDA)
+GPUD_NOT_BUILT = device_none.c
 WITH_CUDA_FLAG = 1
 else
 CUDA_OBJS =
 CUDA_LIBS =
 KERNELS_BACKEND =
-GPUD_GPU = $(srcdir)/engine/backend_kernels.c $(srcdir)/kernels/gpu_stub.c
+GPUD_GPU =
+GPUD_NOT_BUILT = device_cuda.c
 WITH_CUDA_FLAG = 0
 endif
 
-EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs regression.out \
+EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) results regression.diffs regression.out \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
 
 # The build a backend and gpusort-gpud check they share (service/protocol.h):
@@ -143,7 +146,8 @@ all: $(GPUD)
 $(GPUD): $(SERVICE_SOURCES) $(srcdir)/gpusort.control $(ENGINE_SRCS_ABS) \
 		$(wildcard $(srcdir)/engine/*.[ch] $(srcdir)/kernels/*.h) $(CUDA_OBJS)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -pthread -I$(srcdir)/engine -I$(srcdir)/kernels \
-		$(BUILD_FLAG) -o $@ $(filter %.c,$(GPUD_SOURCES)) $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
+		$(BUILD_FLAG) -o $@ $(filter-out %/$(GPUD_NOT_BUILT),$(filter %.c,$(GPUD_SOURCES))) \
+		$(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
 install: install-gpud
 .PHONY: install-gpud
 install-gpud: $(GPUD)

@@ -3,6 +3,7 @@
  * (kernels/gpu_api.h) behind the device interface of gpud_int.h, and the
  * engine's GPU backend in this process (engine/backend_kernels.c). The
  * wire's types (protocol.h) are translated to and from the kernels' here.
+ * Built with CUDA only; a build without has device_none.c instead.
  */
 #include "gpud_int.h"
 

@@ -12,7 +12,8 @@
  *   connections.c  the protocol's messages; serving one connection
  *   device_cuda.c, device_emulated.c
  *                  the GPU: the CUDA kernels, or the CPU engine playing
- *                  one in the service's test mode
+ *                  one in the service's test mode (device_none.c: a
+ *                  build without CUDA, which has no GPU)
  *
  * main.c's header says what the process is for.
  */
@@ -91,7 +92,7 @@ typedef struct GpudDevice
 } GpudDevice;
 
 extern const GpudDevice *gpud_device;	/* main.c */
-extern const GpudDevice gpud_cuda_device;
+extern const GpudDevice gpud_cuda_device;	/* device_cuda.c, or device_none.c */
 extern const GpudDevice gpud_emulated_device;
 extern bool emulation_wanted(void);	/* device_emulated.c */
 

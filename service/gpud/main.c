@@ -22,7 +22,8 @@
  * rows_jobs.c (a spilled sort's rows), connections.c (the messages),
  * device_cuda.c or device_emulated.c (the GPU: the kernels, or the test
  * mode's CPU engine, chosen here at the start, which also sets the
- * engine's GPU backend); gpud_int.h has what they share.
+ * engine's GPU backend; device_none.c in a build without CUDA);
+ * gpud_int.h has what they share.
  *
  * Test mode: with GPUSORT_SERVICE_EMULATE=<MB> in its environment the
  * process plays a GPU of that much memory with the CPU engine (so CI, which
