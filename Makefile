@@ -9,11 +9,12 @@
 #
 # Layers: src/ (PostgreSQL glue) -> engine/ (plain C) -> service/ (the GPU
 # service) -> kernels/ (CUDA).
-# gpusort.so holds no CUDA: its engine reaches the GPU through the service's
-# client (service/client.c). The kernels are linked, with cudart statically,
-# into gpusort-gpud, the service's CUDA process (service/gpud/), installed
-# beside the postgres binary; it runs on machines with no GPU and no driver
-# and says so.
+# gpusort.so holds no CUDA: its engine's GPU backend (engine/sort_backend.h)
+# is the service's client (service/client.c). The kernels are linked, with
+# cudart statically, into gpusort-gpud, the service's CUDA process
+# (service/gpud/), installed beside the postgres binary, whose engine's
+# backend they are (engine/backend_kernels.c); it runs on machines with no
+# GPU and no driver and says so.
 
 EXTENSION = gpusort
 MODULE_big = gpusort
@@ -68,16 +69,22 @@ NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 CUDA_OBJS = $(addprefix $(kernels_dir)/, gpu_device.o gpu_sort.o \
 	gpu_networks.o gpu_radix.o gpu_approx.o gpu_minmax.o gpu_merge.o gpu_rows.o)
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
-GPUD_GPU = $(CUDA_OBJS) $(CUDA_LIBS)
+# The kernels as the engine's GPU backend: linked only beside them.
+KERNELS_BACKEND = engine/backend_kernels.c
+GPUD_GPU = $(srcdir)/$(KERNELS_BACKEND) $(CUDA_OBJS) $(CUDA_LIBS)
+# gpusort-gpud's GPU: device_cuda.c (device_none.c without CUDA)
+GPUD_NOT_BUILT = device_none.c
 WITH_CUDA_FLAG = 1
 else
 CUDA_OBJS =
 CUDA_LIBS =
-GPUD_GPU = $(srcdir)/kernels/gpu_stub.c
+KERNELS_BACKEND =
+GPUD_GPU =
+GPUD_NOT_BUILT = device_cuda.c
 WITH_CUDA_FLAG = 0
 endif
 
-EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) kernels/gpu_stub.o results regression.diffs regression.out \
+EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) results regression.diffs regression.out \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
 
 # The build a backend and gpusort-gpud check they share (service/protocol.h):
@@ -140,9 +147,10 @@ endif
 ENGINE_SRCS_ABS = $(addprefix $(srcdir)/, $(ENGINE_OBJS:.o=.c))
 all: $(GPUD)
 $(GPUD): $(SERVICE_SOURCES) $(srcdir)/gpusort.control $(ENGINE_SRCS_ABS) \
-		$(wildcard $(srcdir)/engine/*.h $(srcdir)/kernels/*.h) $(CUDA_OBJS)
+		$(wildcard $(srcdir)/engine/*.[ch] $(srcdir)/kernels/*.h) $(CUDA_OBJS)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -pthread -I$(srcdir)/engine -I$(srcdir)/kernels \
-		$(BUILD_FLAG) -o $@ $(filter %.c,$(GPUD_SOURCES)) $(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
+		$(BUILD_FLAG) -o $@ $(filter-out %/$(GPUD_NOT_BUILT),$(filter %.c,$(GPUD_SOURCES))) \
+		$(ENGINE_SRCS_ABS) $(GPUD_GPU) -lm
 install: install-gpud
 .PHONY: install-gpud
 install-gpud: $(GPUD)
@@ -155,40 +163,35 @@ uninstall-gpud:
 
 # PGXS knows no header dependencies
 $(GLUE_OBJS) $(SERVICE_OBJS): $(wildcard src/*.h service/*.h) engine/gpusort_engine.h \
-	kernels/interval_map.h kernels/gpu_api.h
+	kernels/interval_map.h engine/sort_backend.h
 $(ENGINE_OBJS): $(wildcard engine/*.h) $(wildcard kernels/*.h)
 
 $(kernels_dir)/%.o: $(kernels_dir)/%.cu $(wildcard $(kernels_dir)/*.h $(kernels_dir)/*.cuh)
 	$(NVCC) $(NVCC_FLAGS) -I$(kernels_dir) -c $< -o $@
 
 # ---- tests that need no server ----
-UNIT_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels
+# (GPUSORT_WITH_CUDA: whether the kernels are linked, and set as the
+# engine's GPU backend)
+UNIT_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels -DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG)
 ENGINE_SRCS = $(ENGINE_OBJS:.o=.c)
+# the engine and, built with CUDA, the kernels as its backend
+ENGINE_LINK = $(ENGINE_SRCS) $(KERNELS_BACKEND) $(CUDA_OBJS) $(CUDA_LIBS)
+ENGINE_DEPS = $(ENGINE_SRCS) $(KERNELS_BACKEND) engine/*.h kernels/*.h $(CUDA_OBJS)
 
-ifeq ($(WITH_CUDA),yes)
-test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h service/verify.[ch] $(CUDA_OBJS)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) service/verify.c $(CUDA_OBJS) $(CUDA_LIBS) -lm
-else
-test/unit/test_engine: test/unit/test_engine.c $(ENGINE_SRCS) engine/*.h kernels/*.h service/verify.[ch] kernels/gpu_stub.c
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c $(ENGINE_SRCS) service/verify.c kernels/gpu_stub.c -lm
-endif
+test/unit/test_engine: test/unit/test_engine.c $(ENGINE_DEPS) service/verify.[ch]
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_engine.c service/verify.c $(ENGINE_LINK) -lm
 
 .PHONY: unittest
 unittest: test/unit/test_engine
 	test/unit/test_engine
 
 # approximate sort: quality (inversions, displacement) and speed against radix
-ifeq ($(WITH_CUDA),yes)
-ENGINE_LINK = $(CUDA_OBJS) $(CUDA_LIBS)
-else
-ENGINE_LINK = kernels/gpu_stub.c
-endif
-bench/approx_quality: bench/approx_quality.c bench/timing.h $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
-	$(CC) $(UNIT_CFLAGS) -o $@ bench/approx_quality.c $(ENGINE_SRCS) $(ENGINE_LINK) -lm
+bench/approx_quality: bench/approx_quality.c bench/timing.h $(ENGINE_DEPS)
+	$(CC) $(UNIT_CFLAGS) -o $@ bench/approx_quality.c $(ENGINE_LINK) -lm
 
 # from which size the GPU beats the CPU (needs a GPU)
-bench/crossover: bench/crossover.c bench/timing.h $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
-	$(CC) $(UNIT_CFLAGS) -o $@ bench/crossover.c $(ENGINE_SRCS) $(ENGINE_LINK) -lm
+bench/crossover: bench/crossover.c bench/timing.h $(ENGINE_DEPS)
+	$(CC) $(UNIT_CFLAGS) -o $@ bench/crossover.c $(ENGINE_LINK) -lm
 
 # ---- GPU-only programs (need nvcc; run them on a machine with a GPU) ----
 #   make check-gpu           GPU vs CPU engine, ~1500 cases (test/gpu/check_gpu.c)
@@ -199,8 +202,8 @@ bench/crossover: bench/crossover.c bench/timing.h $(ENGINE_SRCS) engine/*.h kern
 .PHONY: cuda-objs check-gpu bench emulate-networks clean-gpu
 cuda-objs: $(CUDA_OBJS)
 
-test/gpu/check_gpu: test/gpu/check_gpu.c $(ENGINE_SRCS) engine/*.h kernels/*.h $(CUDA_OBJS)
-	$(CC) $(UNIT_CFLAGS) -I$(CUDA_HOME)/include -o $@ test/gpu/check_gpu.c $(ENGINE_SRCS) $(CUDA_OBJS) $(CUDA_LIBS) -lm
+test/gpu/check_gpu: test/gpu/check_gpu.c $(ENGINE_DEPS)
+	$(CC) $(UNIT_CFLAGS) -I$(CUDA_HOME)/include -o $@ test/gpu/check_gpu.c $(ENGINE_LINK) -lm
 
 check-gpu: test/gpu/check_gpu
 	test/gpu/check_gpu

@@ -115,6 +115,7 @@ main(int argc, char **argv)
 		perror(csv_path);
 		return 1;
 	}
+	use_kernels();
 	gs_gpu_info_get(&gpu);
 	printf("device: %s\n", gpu.usable ? gpu.name : gpu.reason);
 	fprintf(csv, "device,distribution,n,intervals,inverted_pair_fraction,max_displacement,"

@@ -40,9 +40,12 @@ main(int argc, char **argv)
 	uint32_t   *input = malloc(max_n * 4);
 	bool		pinned_keys,
 				pinned_index;
-	uint32_t   *keys = gs_host_buffer_alloc(max_n * 4, true, &pinned_keys);
-	uint32_t   *index = gs_host_buffer_alloc(max_n * 4, true, &pinned_index);
+	uint32_t   *keys;
+	uint32_t   *index;
 
+	use_kernels();
+	keys = gs_host_buffer_alloc(max_n * 4, true, &pinned_keys);
+	index = gs_host_buffer_alloc(max_n * 4, true, &pinned_index);
 	gs_gpu_info_get(&gpu);
 	if (!gpu.usable || csv == NULL || input == NULL || keys == NULL || index == NULL)
 	{

@@ -7,11 +7,22 @@
 #define GPUSORT_BENCH_TIMING_H
 
 #include "../engine/gpusort_engine.h"
+#include "../engine/sort_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The engine's GPU: the kernels, when built with them (the Makefile's
+ * GPUSORT_WITH_CUDA); otherwise none, and every sort runs on the CPU. */
+static inline void
+use_kernels(void)
+{
+#if GPUSORT_WITH_CUDA
+	gs_engine_set_backend(&gs_kernels_backend);
+#endif
+}
 
 static inline double
 now_ms(void)

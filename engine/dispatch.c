@@ -1,11 +1,11 @@
 /*
  * dispatch.c — the engine's entry points: picks the device and the
- * algorithm, runs the sort on the GPU through kernels/gpu_api.h or on the CPU
- * through cpu_sort.c, and falls back from a failing GPU to the CPU when the
- * caller allowed it (GS_DEVICE_AUTO).
+ * algorithm, runs the sort on the GPU through the process's backend
+ * (sort_backend.h) or on the CPU through cpu_sort.c, and falls back from a
+ * failing GPU to the CPU when the caller allowed it (GS_DEVICE_AUTO).
  */
 #include "engine_internal.h"
-#include "../kernels/gpu_api.h"
+#include "sort_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,27 +46,32 @@ gs_auto_algorithm(size_t n, unsigned key_bits, bool with_index, gs_device device
 	return GS_ALGO_RADIX;
 }
 
-static gs_status
-map_gpu_status(gpu_status status)
+/* The process's GPU (sort_backend.h): set at its start, read after. */
+static const gs_sort_backend *backend = NULL;
+
+void
+gs_engine_set_backend(const gs_sort_backend *new_backend)
 {
-	switch (status)
+	backend = new_backend;
+}
+
+const gs_sort_backend *
+gs_engine_backend(void)
+{
+	return backend;
+}
+
+/* The backend's GPU, or why there is none to use. */
+static void
+probe_backend(gs_gpu_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (backend == NULL)
 	{
-		case GPU_OK:
-			return GS_OK;
-		case GPU_UNAVAILABLE:
-			return GS_ERR_GPU_UNAVAILABLE;
-		case GPU_OUT_OF_MEMORY:
-			return GS_ERR_GPU_OUT_OF_MEMORY;
-		case GPU_INTERRUPTED:
-			return GS_ERR_INTERRUPTED;
-		case GPU_INVALID:
-			return GS_ERR_INVALID_ARGUMENT;
-		case GPU_BUSY:
-			return GS_ERR_GPU_BUSY;
-		case GPU_FAILED:
-			break;
+		snprintf(info->reason, sizeof(info->reason), "no GPU backend in this process");
+		return;
 	}
-	return GS_ERR_GPU_FAILURE;
+	backend->probe(info);
 }
 
 static void
@@ -85,7 +90,7 @@ static gs_status
 choose_device(const gs_sort_request *request, gs_sort_report *report,
 			  bool *use_gpu)
 {
-	gpu_device_info info;
+	gs_gpu_info info;
 
 	*use_gpu = false;
 	if (request->device == GS_DEVICE_CPU)
@@ -97,7 +102,8 @@ choose_device(const gs_sort_request *request, gs_sort_report *report,
 				 request->gpu_min_elements);
 		return GS_OK;
 	}
-	if (gpu_device_probe(&info) != GPU_OK || !info.usable)
+	probe_backend(&info);
+	if (!info.usable)
 	{
 		note_gpu_problem(report, GS_ERR_GPU_UNAVAILABLE, info.reason);
 		return request->device == GS_DEVICE_GPU ? GS_ERR_GPU_UNAVAILABLE : GS_OK;
@@ -129,14 +135,14 @@ static gs_status
 run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 		   gs_sort_report *report, bool *host_data_touched)
 {
-	gpu_timing	timing;
-	gpu_status	status;
+	gs_backend_timing timing;
+	gs_status	status;
 
 	memset(&timing, 0, sizeof(timing));
 	*host_data_touched = false;
 	if (algorithm == GS_ALGO_APPROX)
 	{
-		gpu_approx_job job;
+		gs_backend_approx_job job;
 
 		memset(&job, 0, sizeof(job));
 		job.n = request->n;
@@ -148,9 +154,9 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 		job.memory_limit = request->gpu_memory_limit;
 		job.poll = request->poll;
 		job.poll_arg = request->poll_arg;
-		status = gpu_approx_sort(&job, &timing);
+		status = backend->approx_sort(&job, &timing);
 		*host_data_touched = job.host_data_touched;
-		if (status == GPU_OK)
+		if (status == GS_OK)
 		{
 			report->valid_outputs = job.valid_outputs;
 			report->interval_map = gs_interval_map_make(job.min_key, job.max_key,
@@ -159,7 +165,7 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 	}
 	else
 	{
-		gpu_sort_job job;
+		gs_backend_sort_job job;
 
 		memset(&job, 0, sizeof(job));
 		job.n = request->n;
@@ -167,12 +173,11 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 		job.key_bits = request->key_bits;
 		job.keys = request->keys;
 		job.row_index = request->row_index;
-		job.algorithm = algorithm == GS_ALGO_BITONIC ? GPU_ALGO_BITONIC :
-			algorithm == GS_ALGO_BUTTERFLY ? GPU_ALGO_BUTTERFLY : GPU_ALGO_RADIX;
+		job.algorithm = algorithm;
 		job.memory_limit = request->gpu_memory_limit;
 		job.poll = request->poll;
 		job.poll_arg = request->poll_arg;
-		status = gpu_sort(&job, &timing);
+		status = backend->sort(&job, &timing);
 		*host_data_touched = job.host_data_touched;
 		report->valid_outputs = request->n;
 	}
@@ -182,9 +187,9 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 	report->gpu_bytes = timing.device_bytes;
 	report->queue_ms = timing.queue_ms;
 	report->gpu_index = timing.device_index;
-	if (status != GPU_OK)
-		note_gpu_problem(report, map_gpu_status(status), gpu_last_error());
-	return map_gpu_status(status);
+	if (status != GS_OK)
+		note_gpu_problem(report, status, backend->last_error());
+	return status;
 }
 
 static gs_status
@@ -303,21 +308,21 @@ gs_minmax(const gs_sort_request *request, uint64_t *min_key, uint64_t *max_key,
 		return status;
 	if (use_gpu)
 	{
-		gpu_timing	timing;
-		gpu_status	gstatus;
+		gs_backend_timing timing;
+		gs_status	gstatus;
 
 		memset(&timing, 0, sizeof(timing));
 		report->ran_on = GS_DEVICE_GPU;
-		gstatus = gpu_minmax(request->keys, request->n, min_key, max_key, &timing);
+		gstatus = backend->minmax(request->keys, request->n, min_key, max_key, &timing);
 		report->upload_ms = timing.upload_ms;
 		report->sort_ms = timing.sort_ms;
 		report->queue_ms = timing.queue_ms;
 		report->gpu_index = timing.device_index;
-		if (gstatus == GPU_OK)
+		if (gstatus == GS_OK)
 			return GS_OK;
-		note_gpu_problem(report, map_gpu_status(gstatus), gpu_last_error());
-		if (request->device == GS_DEVICE_GPU || gstatus == GPU_INTERRUPTED)
-			return map_gpu_status(gstatus);
+		note_gpu_problem(report, gstatus, backend->last_error());
+		if (request->device == GS_DEVICE_GPU || gstatus == GS_ERR_INTERRUPTED)
+			return gstatus;
 		report->fell_back = true;
 	}
 	report->ran_on = GS_DEVICE_CPU;
@@ -328,33 +333,21 @@ gs_minmax(const gs_sort_request *request, uint64_t *min_key, uint64_t *max_key,
 void
 gs_gpu_info_get(gs_gpu_info *info)
 {
-	gpu_device_info device;
-
-	memset(info, 0, sizeof(*info));
-	memset(&device, 0, sizeof(device));
-	gpu_device_probe(&device);
-	info->built_with_cuda = device.built_with_cuda;
-	info->usable = device.usable;
-	snprintf(info->reason, sizeof(info->reason), "%s", device.reason);
-	snprintf(info->name, sizeof(info->name), "%s", device.name);
-	info->compute_major = device.compute_major;
-	info->compute_minor = device.compute_minor;
-	info->multiprocessors = device.multiprocessors;
-	info->total_memory = device.total_memory;
-	info->free_memory = device.free_memory;
-	info->driver_version = device.driver_version;
-	info->runtime_version = device.runtime_version;
+	probe_backend(info);
 }
 
 void *
 gs_host_buffer_alloc(size_t bytes, bool want_pinned, bool *pinned)
 {
-	gpu_device_info info;
+	gs_gpu_info info;
 	void	   *pointer = NULL;
 
 	*pinned = false;
-	if (want_pinned && gpu_device_probe(&info) == GPU_OK && info.usable &&
-		gpu_host_alloc(bytes, &pointer) == GPU_OK)
+	if (want_pinned && backend != NULL && backend->host_alloc != NULL)
+		probe_backend(&info);
+	else
+		info.usable = false;
+	if (info.usable && backend->host_alloc(bytes, &pointer) == GS_OK)
 	{
 		*pinned = true;
 		return pointer;
@@ -368,7 +361,7 @@ gs_host_buffer_free(void *pointer, bool pinned)
 	if (pointer == NULL)
 		return;
 	if (pinned)
-		gpu_host_free(pointer);
+		backend->host_free(pointer);
 	else
 		free(pointer);
 }

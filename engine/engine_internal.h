@@ -1,6 +1,7 @@
 /*
  * engine_internal.h — what the engine's own files share and nobody else
- * sees: the CPU algorithms, host-memory helpers, and the bridge to kernels/.
+ * sees: the CPU algorithms and host-memory helpers. (The GPU is reached
+ * through sort_backend.h.)
  */
 #ifndef GPUSORT_ENGINE_INTERNAL_H
 #define GPUSORT_ENGINE_INTERNAL_H

@@ -15,7 +15,9 @@
  *     is the same permutation whatever the algorithm or device.
  * Contract of the approximate (interval) sort: see kernels/interval_map.h.
  *
- * Layering: PostgreSQL glue (src/) -> this engine (engine/) -> kernels/.
+ * Layering: PostgreSQL glue (src/) -> this engine (engine/) -> the GPU
+ * backend its process chose at start (sort_backend.h: the GPU service's
+ * client, the CUDA kernels, or none).
  * Nothing here may include PostgreSQL headers or throw (longjmp): errors are
  * status codes, and a long sort stops early when the caller's poll function
  * says so.
@@ -333,12 +335,14 @@ typedef struct gs_gpu_info
 	bool		built_with_cuda;
 } gs_gpu_info;
 
-/* Probes (and on first call initialises) the GPU. Never fails: an unusable
- * GPU is reported in info->usable / info->reason. */
+/* Probes (and on first call initialises) the process's GPU backend's GPU
+ * (sort_backend.h). Never fails: an unusable GPU, or no backend, is
+ * reported in info->usable / info->reason. */
 extern void gs_gpu_info_get(gs_gpu_info *info);
 
 /* Pinned host memory for transfer buffers; falls back to plain malloc when
- * no GPU is usable. *pinned says which it got. NULL when out of memory. */
+ * no GPU is usable or its backend has none. *pinned says which it got.
+ * NULL when out of memory. */
 extern void *gs_host_buffer_alloc(size_t bytes, bool want_pinned, bool *pinned);
 extern void gs_host_buffer_free(void *pointer, bool pinned);
 

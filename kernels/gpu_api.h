@@ -11,8 +11,10 @@
  * process that forks after initialising CUDA leaves its children unable to
  * use the GPU, and PostgreSQL's postmaster forks every backend.
  *
- * The CPU-only build (no nvcc, or WITH_CUDA=no) links gpu_stub.c instead,
- * whose functions all answer GPU_UNAVAILABLE.
+ * Who calls it: gpusort-gpud (service/gpud/device_cuda.c), and the engine
+ * through engine/backend_kernels.c, which offers these functions as one
+ * of its GPU backends (engine/sort_backend.h); the unit tests, GPU checks
+ * and benchmarks. A build without CUDA links none of kernels/.
  */
 #ifndef GPUSORT_GPU_API_H
 #define GPUSORT_GPU_API_H
@@ -30,13 +32,11 @@ extern "C" {
 typedef enum gpu_status
 {
 	GPU_OK = 0,
-	GPU_UNAVAILABLE,			/* no driver, no device, CPU-only build */
+	GPU_UNAVAILABLE,			/* no driver, no device */
 	GPU_OUT_OF_MEMORY,			/* device memory, or over the caller's cap */
 	GPU_FAILED,					/* any other CUDA error */
 	GPU_INTERRUPTED,			/* the poll function asked to stop */
-	GPU_INVALID,				/* bad arguments */
-	GPU_BUSY					/* the GPU service's queue did not admit the
-								 * job in the time allowed */
+	GPU_INVALID					/* bad arguments */
 } gpu_status;
 
 typedef enum gpu_algorithm
@@ -70,11 +70,6 @@ typedef struct gpu_timing
 	float		sort_ms;
 	float		download_ms;
 	size_t		device_bytes;	/* device memory the job held */
-	/* Filled by the GPU service's client (service/client.c), which offers
-	 * this same API to backends: how long the job waited for admission,
-	 * and which of the service's GPUs ran it. */
-	float		queue_ms;
-	int			device_index;
 } gpu_timing;
 
 /* Exact sort of keys (uint32_t or uint64_t) in host memory (pinned or not),

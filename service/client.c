@@ -1,6 +1,7 @@
 /*
- * client.c — the backends' side of the GPU service. It implements
- * kernels/gpu_api.h, so the engine's "run it on the GPU" reaches the
+ * client.c — the backends' side of the GPU service. It is the engine's
+ * GPU backend in the server (gpu_service_backend, engine/sort_backend.h,
+ * set by _PG_init), so the engine's "run it on the GPU" reaches the
  * service: the keys go into a slot of the service's staging area, the job
  * runs in gpusort-gpud, the results come back through the slot. The
  * connection and its session (HELLO, the staging area mapped) are here
@@ -31,7 +32,7 @@
  * engine can sort on the CPU instead (gpusort.device = auto).
  *
  * Nothing here raises an ERROR: failures are status codes with a message
- * (gpu_last_error()), as the kernels' own API promises.
+ * (gpu_service_last_error()), as the engine's backend interface asks.
  */
 #include "postgres.h"
 
@@ -51,8 +52,8 @@
 #include "utils/wait_event.h"
 
 #include "client_int.h"
-#include "gpu_api.h"
 #include "service.h"
+#include "sort_backend.h"
 #include "verify.h"
 
 int			gpusort_queue_timeout_ms = 1000;
@@ -88,7 +89,7 @@ set_error(const char *format,...)
 }
 
 const char *
-gpu_last_error(void)
+gpu_service_last_error(void)
 {
 	return last_error;
 }
@@ -245,39 +246,39 @@ choose_gpu(bool take_turn)
 	return best;
 }
 
-/* ---- the wire's types to the kernels' API, which this file offers ---- */
+/* ---- the wire's types to the engine's (sort_backend.h) ---- */
 
-static gpu_status
+static gs_status
 status_of_wire(int32 status)
 {
 	switch (status)
 	{
 		case GS_STATUS_OK:
-			return GPU_OK;
+			return GS_OK;
 		case GS_STATUS_UNAVAILABLE:
-			return GPU_UNAVAILABLE;
+			return GS_ERR_GPU_UNAVAILABLE;
 		case GS_STATUS_OUT_OF_MEMORY:
-			return GPU_OUT_OF_MEMORY;
+			return GS_ERR_GPU_OUT_OF_MEMORY;
 		case GS_STATUS_INTERRUPTED:
-			return GPU_INTERRUPTED;
+			return GS_ERR_INTERRUPTED;
 		case GS_STATUS_INVALID:
-			return GPU_INVALID;
+			return GS_ERR_INVALID_ARGUMENT;
 		default:
-			return GPU_FAILED;
+			return GS_ERR_GPU_FAILURE;
 	}
 }
 
 static uint32
-wire_algorithm(gpu_algorithm algorithm)
+wire_algorithm(gs_algorithm algorithm)
 {
-	return algorithm == GPU_ALGO_BITONIC ? GS_WIRE_BITONIC :
-		algorithm == GPU_ALGO_BUTTERFLY ? GS_WIRE_BUTTERFLY : GS_WIRE_RADIX;
+	return algorithm == GS_ALGO_BITONIC ? GS_WIRE_BITONIC :
+		algorithm == GS_ALGO_BUTTERFLY ? GS_WIRE_BUTTERFLY : GS_WIRE_RADIX;
 }
 
 /* A job's times as the service measured them; queue_ms and device_index
  * are the client's to fill. */
 void
-set_timing(gpu_timing *into, const gs_wire_timing *timing)
+set_timing(gs_backend_timing *into, const gs_wire_timing *timing)
 {
 	memset(into, 0, sizeof(*into));
 	into->upload_ms = timing->upload_ms;
@@ -287,7 +288,7 @@ set_timing(gpu_timing *into, const gs_wire_timing *timing)
 }
 
 static void
-set_device_info(gpu_device_info *into, const gs_wire_device *device)
+set_device_info(gs_gpu_info *into, const gs_wire_device *device)
 {
 	memset(into, 0, sizeof(*into));
 	into->built_with_cuda = device->built_with_cuda;
@@ -303,8 +304,8 @@ set_device_info(gpu_device_info *into, const gs_wire_device *device)
 	into->runtime_version = device->runtime_version;
 }
 
-gpu_status
-gpu_device_probe(gpu_device_info *info)
+static void
+service_probe(gs_gpu_info *info)
 {
 	gs_wire_device device;
 	int			gpu;
@@ -315,55 +316,13 @@ gpu_device_probe(gpu_device_info *info)
 	if (gpu < 0)
 	{
 		describe_unavailable(info->reason, sizeof(info->reason));
-		return GPU_OK;
+		return;
 	}
 	SpinLockAcquire(&gpu_service->mutex);
 	device = gpu_service->gpus[gpu].device;
 	SpinLockRelease(&gpu_service->mutex);
 	set_device_info(info, &device);
 	info->built_with_cuda = GPUSORT_WITH_CUDA;
-	return GPU_OK;
-}
-
-gpu_status
-gpu_device_count(int *count)
-{
-	*count = 0;
-	if (gpu_service != NULL)
-		for (int gpu = 0; gpu < gpu_service->ngpus; gpu++)
-			if (gpu_service->gpus[gpu].state == GPU_SERVICE_READY)
-				(*count)++;
-	return GPU_OK;
-}
-
-/* Backends have no page-locked memory of their own: the staging area is. */
-gpu_status
-gpu_host_alloc(size_t bytes, void **pointer)
-{
-	(void) bytes;
-	*pointer = NULL;
-	set_error("backends use the GPU service's staging area");
-	return GPU_UNAVAILABLE;
-}
-
-void
-gpu_host_free(void *pointer)
-{
-	(void) pointer;
-}
-
-gpu_status
-gpu_host_register(void *pointer, size_t bytes)
-{
-	(void) pointer;
-	(void) bytes;
-	return GPU_UNAVAILABLE;
-}
-
-void
-gpu_host_unregister(void *pointer)
-{
-	(void) pointer;
 }
 
 /* ------------------------------------------------------------------------
@@ -486,7 +445,7 @@ terminate_strings(gs_message *message)
  * passed along (WELCOME) lands in *passed_fd; any other is closed.
  */
 wait_result
-client_receive_message(const Peer *peer, gs_message *message, gpu_poll_fn poll, void *poll_arg,
+client_receive_message(const Peer *peer, gs_message *message, gs_poll_fn poll, void *poll_arg,
 					   long timeout_ms, int *passed_fd)
 {
 	TimestampTz start = GetCurrentTimestamp();
@@ -629,7 +588,7 @@ map_staging(const Peer *peer, const gs_message *welcome, int memfd)
  * `poll` (NULL: none) says the wait is cancelled.
  */
 int
-client_open_session(int gpu, Peer *peer, char *why, size_t why_size, gpu_poll_fn poll,
+client_open_session(int gpu, Peer *peer, char *why, size_t why_size, gs_poll_fn poll,
 					void *poll_arg)
 {
 	gs_message	hello;
@@ -683,7 +642,7 @@ typedef struct ClientJob
 	gs_message	submit;
 	void	   *keys;			/* in: keys; out: sorted keys */
 	uint32_t   *row_index;		/* out, or NULL */
-	gpu_poll_fn poll;
+	gs_poll_fn	poll;
 	void	   *poll_arg;
 	bool		copied_back;	/* the caller's buffers hold the results */
 	const char *short_wait;		/* why it may wait less than usual, or NULL */
@@ -880,34 +839,34 @@ move_through_slot(const Peer *peer, ClientJob *job, char *slot, uint64 slot_byte
 	return WAIT_OK;
 }
 
-static gpu_status
+static gs_status
 status_of_refusal(const gs_message *refused, int gpu)
 {
 	switch ((gs_refusal) refused->refusal)
 	{
 		case GS_REFUSED_TOO_LARGE:
 			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
-			return GPU_OUT_OF_MEMORY;
+			return GS_ERR_GPU_OUT_OF_MEMORY;
 		case GS_REFUSED_QUEUE_TIMEOUT:
 			gpu_service_count_fallback(gpu, FALLBACK_QUEUE_TIMEOUT);
 			refused_statement = GetCurrentStatementStartTimestamp();
-			return GPU_BUSY;
+			return GS_ERR_GPU_BUSY;
 		case GS_REFUSED_OUT_OF_MEMORY:
 			gpu_service_count_fallback(gpu, FALLBACK_TOO_LARGE);
-			return GPU_OUT_OF_MEMORY;
+			return GS_ERR_GPU_OUT_OF_MEMORY;
 		case GS_REFUSED_NO_GPU:
 		case GS_REFUSED_VERSION:
 			gpu_service_count_fallback(gpu, FALLBACK_NO_SERVICE);
-			return GPU_UNAVAILABLE;
+			return GS_ERR_GPU_UNAVAILABLE;
 		case GS_REFUSED_BAD_REQUEST:
-			return GPU_INVALID;
+			return GS_ERR_INVALID_ARGUMENT;
 	}
-	return GPU_FAILED;
+	return GS_ERR_GPU_FAILURE;
 }
 
 /* A result that failed its check: the sort runs on the CPU (if its input
  * is still there) or fails; it is never used. */
-static gpu_status
+static gs_status
 wrong_result(int gpu)
 {
 	ereport(LOG,
@@ -915,7 +874,7 @@ wrong_result(int gpu)
 					"not the sort asked for; it was not used", gpu)));
 	set_error("the GPU service returned a result that is not the sort asked for");
 	gpu_service_count_fallback(gpu, FALLBACK_GPU_ERROR);
-	return GPU_FAILED;
+	return GS_ERR_GPU_FAILURE;
 }
 
 /*
@@ -926,7 +885,7 @@ wrong_result(int gpu)
  * a limit: its keys in a buffer of their own first, since the check reads
  * the input).
  */
-static gpu_status
+static gs_status
 take_results(const Peer *peer, ClientJob *job, const gs_message *admitted, const gs_message *done)
 {
 	const uint64 n = job->submit.n;
@@ -943,14 +902,14 @@ take_results(const Peer *peer, ClientJob *job, const gs_message *admitted, const
 		check = check_result(job, slot, job->row_index != NULL ?
 							 (uint32 *) (slot + index_offset) : NULL, count);
 		if (check == RESULT_CANCELLED)
-			return GPU_INTERRUPTED;
+			return GS_ERR_INTERRUPTED;
 		if (check == RESULT_WRONG)
 			return wrong_result(peer->gpu);
 		job->copied_back = true;
 		memcpy(job->keys, slot, count * key_bytes);
 		if (job->row_index != NULL)
 			memcpy(job->row_index, slot + index_offset, count * sizeof(uint32));
-		return GPU_OK;
+		return GS_OK;
 	}
 	else
 	{
@@ -966,7 +925,7 @@ take_results(const Peer *peer, ClientJob *job, const gs_message *admitted, const
 			if (keys == NULL)
 			{
 				set_error("out of memory for the results of a GPU sort");
-				return GPU_OUT_OF_MEMORY;
+				return GS_ERR_GPU_OUT_OF_MEMORY;
 			}
 		}
 		else
@@ -990,29 +949,29 @@ take_results(const Peer *peer, ClientJob *job, const gs_message *admitted, const
 		if (partial)
 			pfree(keys);
 		if (check == RESULT_CANCELLED)
-			return GPU_INTERRUPTED;
+			return GS_ERR_INTERRUPTED;
 		if (result != WAIT_OK)
 		{
 			set_error("the GPU service's process for GPU %d ended during the sort "
 					  "(see the server log)", peer->gpu);
 			gpu_service_count_fallback(peer->gpu, FALLBACK_SERVICE_LOST);
-			return GPU_FAILED;
+			return GS_ERR_GPU_FAILURE;
 		}
-		return check == RESULT_RIGHT ? GPU_OK : wrong_result(peer->gpu);
+		return check == RESULT_RIGHT ? GS_OK : wrong_result(peer->gpu);
 	}
 }
 
 /* A min-max job's answer against the min and max of the input. */
-static gpu_status
+static gs_status
 take_minmax(const Peer *peer, const ClientJob *job, const gs_message *done)
 {
 	if (done->min_key != job->min_key || done->max_key != job->max_key)
 		return wrong_result(peer->gpu);
-	return GPU_OK;
+	return GS_OK;
 }
 
 /* One job, start to end, on `gpu`. */
-static gpu_status
+static gs_status
 run_on_service(int gpu, ClientJob *job, gs_message *done)
 {
 	gs_message	admitted;
@@ -1024,24 +983,24 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	uint64		area = gs_job_area_bytes(n, job->submit.key_bytes, job->row_index != NULL);
 	char	   *slot;
 	wait_result result;
-	gpu_status	status;
+	gs_status	status;
 	uint8		random[24];
 
 	switch (client_open_session(gpu, &peer, why, sizeof(why), job->poll, job->poll_arg))
 	{
 		case -1:
 			set_error("the GPU sort was interrupted");
-			return GPU_INTERRUPTED;
+			return GS_ERR_INTERRUPTED;
 		case 0:
 			set_error("%s", why);
 			gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
-			return GPU_UNAVAILABLE;
+			return GS_ERR_GPU_UNAVAILABLE;
 	}
 	if (!pg_strong_random(random, sizeof(random)))
 	{
 		client_disconnect(&peer);
 		set_error("no random numbers to check the GPU's result with");
-		return GPU_FAILED;
+		return GS_ERR_GPU_FAILURE;
 	}
 	gs_fingerprint_point_make(&job->point, random);
 
@@ -1106,13 +1065,13 @@ run_on_service(int gpu, ClientJob *job, gs_message *done)
 	}
 	status = job->submit.kind == GS_JOB_MINMAX ? take_minmax(&peer, job, done) :
 		take_results(&peer, job, &admitted, done);
-	if (status == GPU_INTERRUPTED)
+	if (status == GS_ERR_INTERRUPTED)
 	{
 		result = WAIT_CANCELLED;
 		goto wait_failed;
 	}
 	client_disconnect(&peer);
-	if (status == GPU_OK)
+	if (status == GS_OK)
 		count_job(gpu, done, n, key_area * 2 + (job->row_index ? n * sizeof(uint32_t) : 0));
 	return status;
 
@@ -1126,28 +1085,28 @@ wait_failed:
 		client_send_message(&peer, &cancel, GS_MSG_CANCEL, -1);
 		client_disconnect(&peer);
 		set_error("the GPU sort was interrupted");
-		return GPU_INTERRUPTED;
+		return GS_ERR_INTERRUPTED;
 	}
 lost:
 	client_disconnect(&peer);
 	gpu_service_count_fallback(gpu, FALLBACK_SERVICE_LOST);
 	set_error("the GPU service's process for GPU %d ended during the sort (see the server log)",
 			  gpu);
-	return GPU_FAILED;
+	return GS_ERR_GPU_FAILURE;
 }
 
-static gpu_status
-run_job(ClientJob *job, gs_message *done, gpu_timing *timing)
+static gs_status
+run_job(ClientJob *job, gs_message *done, gs_backend_timing *timing)
 {
 	int			gpu;
-	gpu_status	status;
+	gs_status	status;
 
 	memset(done, 0, sizeof(*done));
 	if (timing != NULL)
 		memset(timing, 0, sizeof(*timing));
 	/* nothing to sort: nothing to send (the service refuses empty jobs) */
 	if (job->submit.n == 0)
-		return GPU_OK;
+		return GS_OK;
 	gpu = choose_gpu(true);
 	if (gpu < 0)
 	{
@@ -1156,14 +1115,14 @@ run_job(ClientJob *job, gs_message *done, gpu_timing *timing)
 		describe_unavailable(why, sizeof(why));
 		set_error("%s", why);
 		gpu_service_count_fallback(-1, FALLBACK_NO_SERVICE);
-		return GPU_UNAVAILABLE;
+		return GS_ERR_GPU_UNAVAILABLE;
 	}
 	pg_atomic_fetch_add_u32(&gpu_service->gpus[gpu].in_flight, 1);
 	status = run_on_service(gpu, job, done);
 	pg_atomic_fetch_sub_u32(&gpu_service->gpus[gpu].in_flight, 1);
 	if (timing != NULL)
 	{
-		if (status == GPU_OK)
+		if (status == GS_OK)
 			set_timing(timing, &done->timing);
 		timing->queue_ms = (float) done->queue_ms;
 		timing->device_index = gpu;
@@ -1209,7 +1168,7 @@ admission_wait_ms(const char **short_wait)
 
 static void
 submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void *keys,
-			uint32_t *row_index, size_t memory_limit, gpu_poll_fn poll, void *poll_arg)
+			uint32_t *row_index, size_t memory_limit, gs_poll_fn poll, void *poll_arg)
 {
 	memset(job, 0, sizeof(*job));
 	job->submit.kind = kind;
@@ -1226,12 +1185,12 @@ submit_init(ClientJob *job, gs_job_kind kind, size_t n, unsigned key_bytes, void
 	job->poll_arg = poll_arg;
 }
 
-gpu_status
-gpu_sort(gpu_sort_job *request, gpu_timing *timing)
+static gs_status
+service_sort(gs_backend_sort_job *request, gs_backend_timing *timing)
 {
 	ClientJob	job;
 	gs_message	done;
-	gpu_status	status;
+	gs_status	status;
 
 	request->host_data_touched = false;
 	submit_init(&job, GS_JOB_SORT, request->n, request->key_bytes, request->keys,
@@ -1239,16 +1198,16 @@ gpu_sort(gpu_sort_job *request, gpu_timing *timing)
 	job.submit.key_bits = request->key_bits;
 	job.submit.algorithm = wire_algorithm(request->algorithm);
 	status = run_job(&job, &done, timing);
-	request->host_data_touched = job.copied_back && status != GPU_OK;
+	request->host_data_touched = job.copied_back && status != GS_OK;
 	return status;
 }
 
-gpu_status
-gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
+static gs_status
+service_approx_sort(gs_backend_approx_job *request, gs_backend_timing *timing)
 {
 	ClientJob	job;
 	gs_message	done;
-	gpu_status	status;
+	gs_status	status;
 
 	request->host_data_touched = false;
 	submit_init(&job, GS_JOB_APPROX, request->n, request->key_bytes, request->keys,
@@ -1257,8 +1216,8 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 	job.submit.intervals = request->intervals;
 	job.submit.limit = request->limit;
 	status = run_job(&job, &done, timing);
-	request->host_data_touched = job.copied_back && status != GPU_OK;
-	if (status == GPU_OK)
+	request->host_data_touched = job.copied_back && status != GS_OK;
+	if (status == GS_OK)
 	{
 		/* the checked count, and the input's own min and max */
 		request->valid_outputs = request->n == 0 ? 0 : done.valid_outputs;
@@ -1268,23 +1227,36 @@ gpu_approx_sort(gpu_approx_job *request, gpu_timing *timing)
 	return status;
 }
 
-gpu_status
-gpu_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
-		   gpu_timing *timing)
+static gs_status
+service_minmax(const uint64_t *keys, size_t n, uint64_t *min_key, uint64_t *max_key,
+			   gs_backend_timing *timing)
 {
 	ClientJob	job;
 	gs_message	done;
-	gpu_status	status;
+	gs_status	status;
 
-	/* gpu_minmax() takes no poll function: the job still stops for a
-	 * cancel, through the one below */
+	/* the backend's min-max takes no poll function: the job still stops
+	 * for a cancel, through the one below */
 	submit_init(&job, GS_JOB_MINMAX, n, 8, (void *) keys, NULL, 0, cancel_requested, NULL);
 	job.submit.key_bits = 64;
 	status = run_job(&job, &done, timing);
-	if (status == GPU_OK)
+	if (status == GS_OK)
 	{
 		*min_key = done.min_key;
 		*max_key = done.max_key;
 	}
 	return status;
 }
+
+/* The engine's GPU in the server (sort_backend.h). */
+const gs_sort_backend gpu_service_backend = {
+	.name = "GPU service",
+	.probe = service_probe,
+	.sort = service_sort,
+	.approx_sort = service_approx_sort,
+	.minmax = service_minmax,
+	/* backends have no page-locked memory of their own: the staging area is */
+	.host_alloc = NULL,
+	.host_free = NULL,
+	.last_error = gpu_service_last_error,
+};

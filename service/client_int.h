@@ -1,7 +1,7 @@
 /*
  * client_int.h — what the two halves of the backends' side of the GPU
  * service share: the connection to a gpusort-gpud and its session
- * (client.c, which also runs the array sorts kernels/gpu_api.h asks for)
+ * (client.c, which also is the engine's GPU backend for array sorts)
  * and the rows jobs that use them (client_rows.c). Only client*.c include
  * it; the rest of the server goes through service.h.
  */
@@ -52,7 +52,7 @@ typedef struct Peer
  */
 #pragma GCC visibility push(hidden)
 
-/* the message of the last failure, which gpu_last_error() returns */
+/* the message of the last failure, which gpu_service_last_error() returns */
 extern char last_error[512];
 extern void set_error(const char *format,...) pg_attribute_printf(1, 2);
 
@@ -63,17 +63,17 @@ extern StagingMapping client_retired[MAX_RETIRED_MAPPINGS];
 extern void count_job(int gpu, const gs_message *done, uint64 n, uint64 bytes);
 extern void describe_unavailable(char *why, size_t size);
 extern int	choose_gpu(bool take_turn);
-extern void set_timing(gpu_timing *into, const gs_wire_timing *timing);
+extern void set_timing(gs_backend_timing *into, const gs_wire_timing *timing);
 
 /* talking to gpusort-gpud */
 extern void client_disconnect(Peer *peer);
 extern bool client_send_message(const Peer *peer, gs_message *message, gs_message_type type,
 								int pass_fd);
 extern wait_result client_receive_message(const Peer *peer, gs_message *message,
-										  gpu_poll_fn poll, void *poll_arg, long timeout_ms,
+										  gs_poll_fn poll, void *poll_arg, long timeout_ms,
 										  int *passed_fd);
 extern int	client_open_session(int gpu, Peer *peer, char *why, size_t why_size,
-								gpu_poll_fn poll, void *poll_arg);
+								gs_poll_fn poll, void *poll_arg);
 extern bool slot_acceptable(int gpu, const gs_message *admitted, uint64 needed);
 
 /* a poll function that stops a wait for a cancel or a terminate */

@@ -23,7 +23,7 @@
  * ahead of what the service holds, so that rows the service gives back
  * count against temp_file_limit. The temporary-file layer's errors are
  * the only ERRORs raised here (service_rows_append, service_rows_sort);
- * other failures return false with gpu_last_error() saying why.
+ * other failures return false with gpu_service_last_error() saying why.
  */
 #include "postgres.h"
 
@@ -713,7 +713,7 @@ rows_lost(ServiceRows *rows)
 	return false;
 }
 
-/* The reply to a request, checked; false (why in gpu_last_error()) if the
+/* The reply to a request, checked; false (why in gpu_service_last_error()) if the
  * service failed it, went away, or the backend was asked to stop. */
 static bool
 rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
@@ -728,7 +728,7 @@ rows_reply(ServiceRows *rows, gs_message *reply, gs_message_type expected)
 	}
 	if (result != WAIT_OK)
 		return rows_lost(rows);
-	if (reply->type != expected || (expected == GS_MSG_DONE && reply->status != GPU_OK))
+	if (reply->type != expected || (expected == GS_MSG_DONE && reply->status != GS_STATUS_OK))
 	{
 		set_error("%s", reply->message[0] ? reply->message :
 				  "the GPU service answered out of turn");
@@ -910,7 +910,7 @@ service_rows_request(ServiceRows *rows, uint64 offset, uint64 length, uint64 slo
 
 /*
  * The next record of the ordered rows, read in place after a
- * service_rows_request(): false (gpu_last_error() says why) if it is not
+ * service_rows_request(): false (gpu_service_last_error() says why) if it is not
  * in order after the one before or not framed as a record.
  */
 bool
@@ -943,7 +943,7 @@ service_rows_check_end(ServiceRows *rows)
 
 /* Sorts the rows held; *timing gets the GPU's times. */
 bool
-service_rows_sort(ServiceRows *rows, gpu_timing *timing)
+service_rows_sort(ServiceRows *rows, gs_backend_timing *timing)
 {
 	gs_message	message;
 

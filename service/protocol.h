@@ -215,9 +215,11 @@ typedef enum gs_refusal
 
 /*
  * The wire's own types: what a gpud says of its GPU, how long a job took,
- * which algorithm a sort asks for and how a job ended. The kernels' API
- * (kernels/gpu_api.h) has types like them; each side translates, so that
- * a change to the kernels' headers cannot change the wire unseen.
+ * which algorithm a sort asks for and how a job ended. The engine's
+ * backend interface (engine/sort_backend.h, the client's side) and the
+ * kernels' API (kernels/gpu_api.h, gpusort-gpud's) have types like them;
+ * each side translates, so that a change to those headers cannot change
+ * the wire unseen.
  */
 typedef struct gs_wire_device
 {

@@ -12,11 +12,12 @@
  *     gpusort-gpud is not.
  *   - gpud/: gpusort-gpud, the only process that runs CUDA (protocol.h);
  *     gpud/main.c says what it does, gpud/gpud_int.h which file does what.
- *   - client.c: the backends' side. It offers kernels/gpu_api.h to the
- *     engine, so the engine sorts "on the GPU" the same way whether the
- *     kernels are linked in (unit tests) or reached through the service
- *     (the server). client_rows.c: the rows jobs below, over client.c's
- *     connections (client_int.h).
+ *   - client.c: the backends' side. It is the engine's GPU backend in the
+ *     server (gpu_service_backend, engine/sort_backend.h; _PG_init sets
+ *     it), so the engine sorts "on the GPU" the same way whether the
+ *     kernels are in its process (gpusort-gpud, the unit tests) or
+ *     reached through the service (the server). client_rows.c: the rows jobs
+ *     below, over client.c's connections (client_int.h).
  */
 #ifndef GPUSORT_SERVICE_H
 #define GPUSORT_SERVICE_H
@@ -27,8 +28,8 @@
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
-#include "gpu_api.h"				/* the API the client offers the engine */
 #include "protocol.h"
+#include "sort_backend.h"			/* the interface the client offers the engine */
 
 typedef enum GpuServiceState
 {
@@ -122,6 +123,11 @@ extern PGDLLEXPORT void gpusort_service_main(Datum arg);
 /* ---- client.c ---- */
 extern int	gpusort_queue_timeout_ms;
 extern int	gpusort_session_gpu_memory_limit_mb;
+/* the engine's GPU in the server: the service, whether or not it runs (the
+ * probe says why no GPU is usable) */
+extern const gs_sort_backend gpu_service_backend;
+/* why the client's last job, sort or rows job, failed */
+extern const char *gpu_service_last_error(void);
 extern void gpu_service_count_fallback(int gpu, GpuFallbackReason reason);
 /* Whether a sort the GPU could not take is an error (gpusort.device =
  * gpu, as its assign hook says) rather than a fallback to count. */
@@ -135,8 +141,8 @@ extern void gpu_service_set_gpu_required(bool required);
  * (noting each as sent) and appends them, has the service sort them all,
  * then reads the ordered records back (checking each). Open returns NULL
  * (and *why) when the service cannot take them now; the others return
- * false with gpu_last_error() saying why. The rows are gone if the job
- * fails after a batch went in.
+ * false with gpu_service_last_error() saying why. The rows are gone if the
+ * job fails after a batch went in.
  */
 typedef struct ServiceRows ServiceRows;
 extern ServiceRows *service_rows_open(uint64 capacity_bytes, uint64 min_record_bytes, int nkeys,
@@ -180,7 +186,7 @@ extern bool service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 
 								uint64 bytes);
 extern bool service_rows_wait(ServiceRows *rows);
 extern bool service_rows_given_back(const ServiceRows *rows);
-extern bool service_rows_sort(ServiceRows *rows, gpu_timing *timing);
+extern bool service_rows_sort(ServiceRows *rows, gs_backend_timing *timing);
 extern bool service_rows_read(ServiceRows *rows, uint64 offset, uint64 length, char *into);
 extern bool service_rows_request(ServiceRows *rows, uint64 offset, uint64 length,
 								 uint64 slot_position);

@@ -14,8 +14,9 @@
  * No PostgreSQL process ever starts CUDA; without the service (a plain LOAD)
  * sorts run on the CPU, and gpusort_info() says why.
  *
- * _PG_init only defines the settings (settings.c), registers hooks and,
- * when preloaded, the service's shared memory and worker.
+ * _PG_init only defines the settings (settings.c), makes the service's
+ * client the engine's GPU backend (engine/sort_backend.h), registers hooks
+ * and, when preloaded, the service's shared memory and worker.
  */
 #include "gpusort.h"
 #include "service.h"
@@ -32,6 +33,9 @@ _PG_init(void)
 {
 	gpusort_define_settings();
 
+	/* the engine's GPU is the service's (client.c): without the service
+	 * (no shared_preload_libraries) it says why no GPU is usable */
+	gs_engine_set_backend(&gpu_service_backend);
 	gpusort_service_init();
 
 	MarkGUCPrefixReserved("gpusort");

@@ -176,7 +176,7 @@ gpu_run_failed(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_SYSTEM_ERROR),
 			 errmsg("gpusort: the GPU service lost the rows of a sort beyond work_mem"),
-			 errdetail("%s", gpu_last_error()),
+			 errdetail("%s", gpu_service_last_error()),
 			 errhint("Run the query again. With gpusort.spill_to_gpu = off, such sorts keep "
 					 "their rows in temporary files.")));
 }
@@ -403,7 +403,7 @@ move_to_gpu_run(RowStore *store, bool more_rows)
 void
 sort_gpu_run(RowStore *store)
 {
-	gpu_timing	timing;
+	gs_backend_timing timing;
 	gs_sort_report report;
 	instr_time	start,
 				duration;

@@ -5,10 +5,15 @@
 
 1. Includes: every project header a file includes (#include "...") lies in
    a folder its own folder may use: kernels/ only kernels/; engine/ engine/
-   and kernels/; service/ service/, engine/ and kernels/ (never src/);
-   src/ every folder. service/protocol.h, the contract between backends
-   and gpusort-gpud, includes no project header at all, and PostgreSQL's
-   headers stay out of the kernels, the engine and gpusort-gpud.
+   and kernels/ (never service/ or src/), and of the kernels' API
+   (gpu_api.h) only engine/backend_kernels.c, which makes the kernels one
+   of the engine's GPU backends: the rest of the engine reaches a GPU
+   through sort_backend.h; service/gpud/ service/, engine/ and kernels/;
+   the rest of service/ (the client, the worker) service/ and engine/;
+   src/ src/, engine/ and service/ (never kernels/). service/protocol.h,
+   the contract between backends and gpusort-gpud, includes no project
+   header at all, and PostgreSQL's headers stay out of the kernels, the
+   engine and gpusort-gpud.
 2. Calls: between the files of src/, the uses of what one file defines for
    the others (the names src/'s headers declare extern) form no cycle.
    Found in the sources, so it needs no build.
@@ -25,9 +30,13 @@ FOLDERS = ["src", "engine", "service", "kernels"]
 MAY_INCLUDE = {
     "kernels": {"kernels"},
     "engine": {"engine", "kernels"},
-    "service": {"service", "engine", "kernels"},
-    "src": {"src", "engine", "service", "kernels"},
+    "service/gpud": {"service", "engine", "kernels"},
+    "service": {"service", "engine"},
+    "src": {"src", "engine", "service"},
 }
+# the kernels' API: in the engine, only its adapter includes it
+KERNELS_API = os.path.join("kernels", "gpu_api.h")
+KERNELS_ADAPTER = os.path.join("engine", "backend_kernels.c")
 # files that must not include PostgreSQL: everything gpusort-gpud and the
 # engine's unit tests are built from
 NO_POSTGRES = re.compile(r"^(kernels/|engine/|service/gpud|service/protocol\.h|service/verify\.)")
@@ -67,6 +76,8 @@ files = list(sources())
 include_re = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 for path in files:
     folder = path.split(os.sep)[0]
+    if path.startswith(os.path.join("service", "gpud") + os.sep):
+        folder = "service/gpud"
     text = open(os.path.join(ROOT, path), encoding="utf-8", errors="replace").read()
     wrong = []
     for header in include_re.findall(text):
@@ -79,6 +90,8 @@ for path in files:
         if path == os.path.join("service", "protocol.h"):
             wrong.append(target)
         elif target_folder not in MAY_INCLUDE[folder]:
+            wrong.append(target)
+        elif folder == "engine" and target == KERNELS_API and path != KERNELS_ADAPTER:
             wrong.append(target)
     check(not wrong, "%s includes only what its layer may%s" %
           (path, ": not " + ", ".join(wrong) if wrong else ""))

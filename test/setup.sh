@@ -87,7 +87,7 @@ if git_ rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
   find . -path ./.git -prune -o -type f ! -name '*.o' ! -name '*.so' ! -name '*.bc' -print0 > "$debdir/files"
 fi
-find kernels -maxdepth 1 -name '*.o' ! -name 'gpu_stub.o' -print0 >> "$debdir/files"
+find kernels -maxdepth 1 -name '*.o' -print0 >> "$debdir/files"
 tar -c --ignore-failed-read --null -T "$debdir/files" -f - | tar -x -f - -C "$src"   # keeps mtimes: the objects stay up to date
 
 echo "setup: building $( (cd "$src" && dpkg-parsechangelog -S Source) ) $version (dpkg-buildpackage, log in $debdir/build.log)"

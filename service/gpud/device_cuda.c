@@ -1,7 +1,9 @@
 /*
  * device_cuda.c — gpusort-gpud's GPU when it is one: the CUDA kernels
- * (kernels/gpu_api.h) behind the device interface of gpud_int.h. The
+ * (kernels/gpu_api.h) behind the device interface of gpud_int.h, and the
+ * engine's GPU backend in this process (engine/backend_kernels.c). The
  * wire's types (protocol.h) are translated to and from the kernels' here.
+ * Built with CUDA only; a build without has device_none.c instead.
  */
 #include "gpud_int.h"
 
@@ -175,6 +177,7 @@ cuda_rows_destroy(void *rows)
 
 const GpudDevice gpud_cuda_device = {
 	.emulated = false,
+	.engine_backend = &gs_kernels_backend,
 	.engine_device = GS_DEVICE_AUTO,
 	.pins_host_memory = true,
 	.count = cuda_count,

@@ -250,6 +250,7 @@ emulated_last_error(void)
 
 const GpudDevice gpud_emulated_device = {
 	.emulated = true,
+	.engine_backend = NULL,		/* the engine sorts on the CPU */
 	.engine_device = GS_DEVICE_CPU,
 	.pins_host_memory = false,
 	.count = emulated_count,

@@ -12,7 +12,8 @@
  *   connections.c  the protocol's messages; serving one connection
  *   device_cuda.c, device_emulated.c
  *                  the GPU: the CUDA kernels, or the CPU engine playing
- *                  one in the service's test mode
+ *                  one in the service's test mode (device_none.c: a
+ *                  build without CUDA, which has no GPU)
  *
  * main.c's header says what the process is for.
  */
@@ -21,6 +22,7 @@
 
 #include "../protocol.h"
 #include "../../engine/gpusort_engine.h"
+#include "../../engine/sort_backend.h"
 #include "../../kernels/gpu_api.h"
 
 #include <pthread.h>
@@ -61,7 +63,9 @@ extern uint64_t jobs_failed;	/* atomic */
 typedef struct GpudDevice
 {
 	bool		emulated;
-	/* where the engine sorts a rows job's keys held in memory */
+	/* the engine's GPU in this process (main.c sets it at the start), and
+	 * where the engine sorts a rows job's keys held in memory */
+	const gs_sort_backend *engine_backend;
 	gs_device	engine_device;
 	/* buffers uploaded to the device are worth page-locking */
 	bool		pins_host_memory;
@@ -88,7 +92,7 @@ typedef struct GpudDevice
 } GpudDevice;
 
 extern const GpudDevice *gpud_device;	/* main.c */
-extern const GpudDevice gpud_cuda_device;
+extern const GpudDevice gpud_cuda_device;	/* device_cuda.c, or device_none.c */
 extern const GpudDevice gpud_emulated_device;
 extern bool emulation_wanted(void);	/* device_emulated.c */
 

@@ -21,8 +21,9 @@
  * admission.c (the budget, the slots, the queue), jobs.c (array sorts),
  * rows_jobs.c (a spilled sort's rows), connections.c (the messages),
  * device_cuda.c or device_emulated.c (the GPU: the kernels, or the test
- * mode's CPU engine, chosen here at the start); gpud_int.h has what they
- * share.
+ * mode's CPU engine, chosen here at the start, which also sets the
+ * engine's GPU backend; device_none.c in a build without CUDA);
+ * gpud_int.h has what they share.
  *
  * Test mode: with GPUSORT_SERVICE_EMULATE=<MB> in its environment the
  * process plays a GPU of that much memory with the CPU engine (so CI, which
@@ -233,6 +234,7 @@ main(int argc, char **argv)
 	service.gpu_index = -1;
 	if (emulation_wanted())
 		gpud_device = &gpud_emulated_device;
+	gs_engine_set_backend(gpud_device->engine_backend);
 	for (int i = 1; i < argc; i++)
 	{
 		const char *value = i + 1 < argc ? argv[i + 1] : NULL;

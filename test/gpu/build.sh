@@ -16,12 +16,13 @@ CC=${CC:-cc}
 ARCH=${CUDA_ARCH_FLAGS:-"-gencode arch=compute_90,code=sm_90"}
 NVCC_FLAGS="-O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden --expt-relaxed-constexpr $ARCH"
 CUDA_LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++"
-UNIT_CFLAGS="-std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels"
+UNIT_CFLAGS="-std=gnu11 -O2 -g -Wall -Wextra -Iengine -Ikernels -DGPUSORT_WITH_CUDA=1"
+# the engine, and the kernels as its GPU backend (engine/backend_kernels.c)
 ENGINE_SRCS=$(ls engine/*.c)
 OBJS=""
 
 pids=""
-for f in gpu_device gpu_sort gpu_networks gpu_radix gpu_approx gpu_minmax gpu_merge; do
+for f in gpu_device gpu_sort gpu_networks gpu_radix gpu_approx gpu_minmax gpu_merge gpu_rows; do
 	$NVCC $NVCC_FLAGS -Ikernels -c kernels/$f.cu -o kernels/$f.o &
 	pids="$pids $!"
 	OBJS="$OBJS kernels/$f.o"

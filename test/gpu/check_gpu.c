@@ -36,6 +36,7 @@
  * 2^16, no interruption test.
  */
 #include "../../engine/gpusort_engine.h"
+#include "../../engine/sort_backend.h"
 #include "../../kernels/gpu_api.h"
 
 #include <cuda_runtime_api.h>
@@ -862,6 +863,7 @@ main(int argc, char **argv)
 			quick = true, large = false;
 	}
 	rng_state = seed;
+	gs_engine_set_backend(&gs_kernels_backend);
 	gs_gpu_info_get(&info);
 	if (!info.usable)
 	{
