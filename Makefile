@@ -105,8 +105,7 @@ BUILD_FLAG = -DGPUSORT_BUILD='"$(GPUSORT_BUILD)"'
 # also the module's, in its magic block: src/compat.h)
 DIST_VERSION := $(shell sed -n 's/^   "version" *: *"\([^"]*\)".*/\1/p' $(gpusort_top)/META.json)
 
-PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/engine -I$(srcdir)/kernels -I$(srcdir)/service \
-	-DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) $(BUILD_FLAG) -DGPUSORT_VERSION='"$(DIST_VERSION)"'
+PG_CPPFLAGS = -DGPUSORT_WITH_CUDA=$(WITH_CUDA_FLAG) $(BUILD_FLAG) -DGPUSORT_VERSION='"$(DIST_VERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -118,6 +117,16 @@ with_llvm = no
 endif
 
 include $(PGXS)
+
+# Each part of gpusort.so has on its include path only the folders it may
+# include (DESIGN.md, "The rules"): src/ the engine and the service's
+# server side (service.h); the service's server side the engine
+# (sort_backend.h); the engine itself only. kernels/ and service/gpud/
+# are on no part's path: an include of them from gpusort.so does not
+# compile. (test/check_layers.py checks the same rules in the sources.)
+src/%.o src/%.bc: override CPPFLAGS := -I$(srcdir)/src -I$(srcdir)/engine -I$(srcdir)/service $(CPPFLAGS)
+service/%.o service/%.bc: override CPPFLAGS := -I$(srcdir)/service -I$(srcdir)/engine $(CPPFLAGS)
+engine/%.o engine/%.bc: override CPPFLAGS := -I$(srcdir)/engine $(CPPFLAGS)
 
 # gpusort-gpud's sources: service/gpud/ (its files, sorted, as in GPUSORT_BUILD)
 GPUD_SOURCES = $(sort $(wildcard $(srcdir)/service/gpud/*.[ch]))
