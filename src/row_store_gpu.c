@@ -228,23 +228,20 @@ flush_stream(RowStore *store)
 }
 
 /*
- * Room for one record of a `length`-byte tuple in the slot for the GPU
- * run, its header and tail laid out and the row counted; returns where
- * the tuple goes, or NULL (nothing written) when the run has no room left.
+ * A record of a `length`-byte tuple at `record` (where the slot's next
+ * record goes) laid out around its tuple, and counted: its header, its
+ * tail, the check's note of it, the run's totals. False (nothing counted)
+ * when the run has no room left for it.
  */
-static char *
-stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 length)
+static bool
+stream_commit(RowStore *store, char *record, const uint64_t *keys, const bool *nulls,
+			  uint32 length)
 {
 	SortedRun  *run = store->gpu_run;
 	Size		size = job_record_size(store, length);
-	char	   *record;
 
-	if (size > store->stream_half ||
-		!service_rows_room(run->gpu, store->stream_records + 1, store->stream_used + size))
-		return NULL;
-	if (store->stream_used + size > store->stream_half)
-		flush_stream(store);
-	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
+	if (!service_rows_room(run->gpu, store->stream_records + 1, store->stream_used + size))
+		return false;
 	record += pack_header(store, record, length, keys, nulls);
 	service_rows_note_sent(run->gpu, length, keys, nulls);
 	pack_tail(store, record + length, length);
@@ -255,7 +252,30 @@ stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 
 		gs_key_column_observe(&run->columns[k], nulls[k], keys[k]);
 	run->rows++;
 	run->bytes += size;
-	return record;
+	return true;
+}
+
+/*
+ * Room for one record of a `length`-byte tuple in the slot for the GPU
+ * run, its header and tail laid out and the row counted; returns where
+ * the tuple goes, or NULL (nothing written) when the run has no room left.
+ */
+static char *
+stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 length)
+{
+	Size		size = job_record_size(store, length);
+	char	   *record;
+
+	if (size > store->stream_half ||
+		!service_rows_room(store->gpu_run->gpu, store->stream_records + 1,
+						   store->stream_used + size))
+		return NULL;
+	if (store->stream_used + size > store->stream_half)
+		flush_stream(store);
+	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
+	if (!stream_commit(store, record, keys, nulls, length))
+		return NULL;
+	return record + job_header_size(store);
 }
 
 /* One row's tuple bytes as a record in the slot for the GPU run; false
@@ -273,24 +293,48 @@ stream_record(RowStore *store, const uint64_t *keys, const bool *nulls, const ch
 	return true;
 }
 
-/* The slot's row straight to the GPU run (no copy in memory first). */
+/*
+ * The slot's row straight to the GPU run (no copy in memory first). A
+ * join's or a projection's row is formed in one pass where the next
+ * record goes, while the half being filled has room for it (its length is
+ * known only once formed); otherwise it is measured first.
+ */
 bool
 stream_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
 {
-	Size		formed = formed_length(store, slot);
+	Size		header = job_header_size(store);
+	Size		left = store->stream_half - store->stream_used;
 	bool		should_free;
 	uint32		length;
 	char	   *bytes;
 	bool		done;
 
-	if (formed > 0)
+	if (TTS_IS_VIRTUAL(slot))
 	{
-		char	   *into = stream_reserve(store, keys, nulls, formed);
+		Size		formed = 0;
 
-		if (into == NULL)
-			return false;
-		tuple_former_fill(&store->former, slot, into);
-		return true;
+		if (left >= header + MAXIMUM_ALIGNOF)
+		{
+			char	   *record = store->stream_slot + store->stream_side * store->stream_half +
+				store->stream_used;
+
+			/* the tuple and the tail's length in what is left (both it and
+			 * the header are 8-byte multiples) */
+			formed = tuple_former_form(&store->former, slot, record + header,
+									   left - header - sizeof(uint32));
+			if (formed > 0)
+				return stream_commit(store, record, keys, nulls, formed);
+		}
+		formed = tuple_former_measure(&store->former, slot);
+		if (formed > 0)
+		{
+			char	   *into = stream_reserve(store, keys, nulls, formed);
+
+			if (into == NULL)
+				return false;
+			tuple_former_fill(&store->former, slot, into);
+			return true;
+		}
 	}
 	bytes = slot_tuple_bytes(slot, &length, &should_free);
 	done = stream_record(store, keys, nulls, bytes, length);

@@ -135,11 +135,18 @@ copy_short(char *to, const char *from, Size length)
 	}
 }
 
-/* The data, as heap_fill_tuple() lays it out; returns the infomask bits. */
-static uint16
-fill_data(const TupleFormer *former, const Datum *values, const bool *isnull, char *data)
+/*
+ * The data, as heap_fill_tuple() lays it out, if it takes at most `limit`
+ * bytes: its length in *length and the infomask bits in *infomask. False
+ * where it would not fit, or a value is an expanded object (which
+ * PostgreSQL's forming flattens); what was written up to then means
+ * nothing.
+ */
+static bool
+fill_data(const TupleFormer *former, const Datum *values, const bool *isnull, char *data,
+		  Size limit, Size *data_length, uint16 *infomask)
 {
-	uint16		infomask = 0;
+	uint16		mask = 0;
 	Size		offset = 0;
 
 	for (int i = 0; i < former->natts; i++)
@@ -152,6 +159,8 @@ fill_data(const TupleFormer *former, const Datum *values, const bool *isnull, ch
 			continue;
 		if (a->by_value)
 		{
+			if (align_to(offset, a->alignment) + a->length > limit)
+				return false;
 			offset = pad_to(data, offset, a->alignment);
 			store_att_byval(data + offset, values[i], a->length);
 			offset += a->length;
@@ -160,45 +169,61 @@ fill_data(const TupleFormer *former, const Datum *values, const bool *isnull, ch
 		pointer = DatumGetPointer(values[i]);
 		if (a->length > 0)
 		{
+			if (align_to(offset, a->alignment) + a->length > limit)
+				return false;
 			offset = pad_to(data, offset, a->alignment);
 			memcpy(data + offset, pointer, a->length);
 			offset += a->length;
 			continue;
 		}
-		infomask |= HEAP_HASVARWIDTH;
+		mask |= HEAP_HASVARWIDTH;
 		if (a->length == -2)
 		{
-			offset = pad_to(data, offset, a->alignment);
 			length = strlen(pointer) + 1;
+			if (align_to(offset, a->alignment) + length > limit)
+				return false;
+			offset = pad_to(data, offset, a->alignment);
 			memcpy(data + offset, pointer, length);
 		}
 		else if (VARATT_IS_EXTERNAL(pointer))
 		{
-			/* a TOAST pointer (expanded objects never come here) */
-			infomask |= HEAP_HASEXTERNAL;
+			if (VARATT_IS_EXTERNAL_EXPANDED(pointer))
+				return false;
+			/* a TOAST pointer */
+			mask |= HEAP_HASEXTERNAL;
 			length = VARSIZE_EXTERNAL(pointer);
+			if (offset + length > limit)
+				return false;
 			memcpy(data + offset, pointer, length);
 		}
 		else if (VARATT_IS_SHORT(pointer))
 		{
 			length = VARSIZE_SHORT(pointer);
+			if (offset + length > limit)
+				return false;
 			copy_short(data + offset, pointer, length);
 		}
 		else if (a->packable && VARATT_CAN_MAKE_SHORT(pointer))
 		{
 			length = VARATT_CONVERTED_SHORT_SIZE(pointer);
+			if (offset + length > limit)
+				return false;
 			SET_VARSIZE_SHORT(data + offset, length);
 			copy_short(data + offset + 1, VARDATA(pointer), length - 1);
 		}
 		else
 		{
-			offset = pad_to(data, offset, a->alignment);
 			length = VARSIZE(pointer);
+			if (align_to(offset, a->alignment) + length > limit)
+				return false;
+			offset = pad_to(data, offset, a->alignment);
 			memcpy(data + offset, pointer, length);
 		}
 		offset += length;
 	}
-	return infomask;
+	*data_length = offset;
+	*infomask = mask;
+	return true;
 }
 
 /* The header's size, the NULL bitmap (if any) included. */
@@ -208,19 +233,51 @@ header_size(const TupleFormer *former, bool hasnull)
 	return MAXALIGN(SizeofMinimalTupleHeader + (hasnull ? BITMAPLEN(former->natts) : 0));
 }
 
-Size
-tuple_former_measure(TupleFormer *former, TupleTableSlot *slot)
+/* The slot's values, all of them, and whether any is NULL. */
+static bool
+read_values(TupleFormer *former, TupleTableSlot *slot)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
 	bool		hasnull = false;
-	Size		data_length;
-	Size		length;
 
 	if (desc != former->described)
 		describe(former, desc);
 	slot_getallattrs(slot);
 	for (int i = 0; i < former->natts; i++)
 		hasnull |= slot->tts_isnull[i];
+	return hasnull;
+}
+
+/* The tuple's header, for data of `length` bytes and `infomask`. */
+static void
+fill_header(const TupleFormer *former, TupleTableSlot *slot, bool hasnull, Size length,
+			uint16 infomask, char *into)
+{
+	MinimalTuple tuple = (MinimalTuple) into;
+	Size		header = header_size(former, hasnull);
+
+	/* the header's fields are set, not or-ed into the zeroed header: a
+	 * load just after memset()'s stores waits for them */
+	memset(tuple, 0, header);
+	tuple->t_len = length;
+	tuple->t_infomask2 = former->natts;	/* HeapTupleHeaderSetNatts() */
+	tuple->t_hoff = header + MINIMAL_TUPLE_OFFSET;
+	if (hasnull)
+	{
+		for (int i = 0; i < former->natts; i++)
+			if (!slot->tts_isnull[i])
+				tuple->t_bits[i >> 3] |= 1 << (i & 7);
+	}
+	tuple->t_infomask = (hasnull ? HEAP_HASNULL : 0) | infomask;
+}
+
+Size
+tuple_former_measure(TupleFormer *former, TupleTableSlot *slot)
+{
+	bool		hasnull = read_values(former, slot);
+	Size		data_length;
+	Size		length;
+
 	if (!data_size(former, slot->tts_values, slot->tts_isnull, &data_length))
 		return 0;
 	length = header_size(former, hasnull) + data_length;
@@ -234,22 +291,31 @@ tuple_former_measure(TupleFormer *former, TupleTableSlot *slot)
 MinimalTuple
 tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into)
 {
-	MinimalTuple tuple = (MinimalTuple) into;
 	Size		header = header_size(former, former->hasnull);
+	Size		data_length;
+	uint16		infomask;
 
-	/* the header's fields are set, not or-ed into the zeroed header: a
-	 * load just after memset()'s stores waits for them */
-	memset(tuple, 0, header);
-	tuple->t_len = former->length;
-	tuple->t_infomask2 = former->natts;	/* HeapTupleHeaderSetNatts() */
-	tuple->t_hoff = header + MINIMAL_TUPLE_OFFSET;
-	if (former->hasnull)
-	{
-		for (int i = 0; i < former->natts; i++)
-			if (!slot->tts_isnull[i])
-				tuple->t_bits[i >> 3] |= 1 << (i & 7);
-	}
-	tuple->t_infomask = (former->hasnull ? HEAP_HASNULL : 0) |
-		fill_data(former, slot->tts_values, slot->tts_isnull, into + header);
-	return tuple;
+	/* measured: it fits */
+	if (!fill_data(former, slot->tts_values, slot->tts_isnull, into + header,
+				   former->length - header, &data_length, &infomask))
+		elog(ERROR, "gpusort: a row changed between measuring and forming it");
+	fill_header(former, slot, former->hasnull, former->length, infomask, into);
+	return (MinimalTuple) into;
+}
+
+Size
+tuple_former_form(TupleFormer *former, TupleTableSlot *slot, char *into, Size room)
+{
+	bool		hasnull = read_values(former, slot);
+	Size		header = header_size(former, hasnull);
+	Size		data_length;
+	uint16		infomask;
+
+	if (room < header ||
+		!fill_data(former, slot->tts_values, slot->tts_isnull, into + header, room - header,
+				   &data_length, &infomask) ||
+		!AllocSizeIsValid(header + data_length))
+		return 0;
+	fill_header(former, slot, hasnull, header + data_length, infomask, into);
+	return header + data_length;
 }

@@ -53,4 +53,14 @@ extern Size tuple_former_measure(TupleFormer *former, TupleTableSlot *slot);
  */
 extern MinimalTuple tuple_former_fill(TupleFormer *former, TupleTableSlot *slot, char *into);
 
+/*
+ * The slot's row formed at `into` (MAXALIGNed) in one pass, where its
+ * tuple takes at most `room` bytes: returns its length, or 0 where it does
+ * not fit or needs PostgreSQL's own forming (tuple_former_measure() then
+ * says which). Until it returns more than 0, what it wrote at `into` means
+ * nothing. For the slot the rows stream into, whose room is known before
+ * the row's length.
+ */
+extern Size tuple_former_form(TupleFormer *former, TupleTableSlot *slot, char *into, Size room);
+
 #endif							/* GPUSORT_TUPLE_FORMER_H */
