@@ -210,7 +210,7 @@ done:
  */
 static gs_status
 T(approx_sort) (const cpu_sort_job *job, const gs_interval_map *map,
-				size_t limit, size_t *valid_outputs)
+				size_t limit, size_t *valid_outputs, size_t *largest_interval)
 {
 	size_t		n = job->n;
 	KEY_T	   *keys = job->keys;
@@ -228,8 +228,13 @@ T(approx_sort) (const cpu_sort_job *job, const gs_interval_map *map,
 	memset(offsets, 0, ((size_t) map->intervals + 1) * sizeof(size_t));
 	for (size_t i = 0; i < n; i++)
 		offsets[gs_approx_interval(map, keys[i]) + 1]++;
+	*largest_interval = 0;
 	for (uint32_t b = 0; b < map->intervals; b++)
+	{
+		if (offsets[b + 1] > *largest_interval)
+			*largest_interval = offsets[b + 1];
 		offsets[b + 1] += offsets[b];
+	}
 
 	/* the cut: the first interval whose end reaches the limit */
 	cut = map->intervals - 1;
