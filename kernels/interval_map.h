@@ -32,8 +32,9 @@ typedef struct gs_interval_map
 	bool		range32;		/* range < 2^32: the estimate and its check fit
 								 * in 64 bits (all 32-bit keys) */
 	uint64_t	scale;			/* floor(2^64 * intervals / (range + 1)) */
-	/* quantile mode (below): the sorted splitters, or NULL for equal
-	 * widths; `intervals` is then the number of buckets, 2 * count + 1 */
+	/* quantile mode (below): the sorted splitters; `intervals` is then the
+	 * number of buckets, 2 * count + 1 */
+	bool		quantile;
 	const uint64_t *splitters;
 	uint32_t	splitter_count;
 } gs_interval_map;
@@ -52,6 +53,7 @@ gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
 	map.narrow = intervals > map.range;
 	map.range32 = map.range <= 0xffffffffu;
 	map.scale = 0;
+	map.quantile = false;
 	map.splitters = 0;
 	map.splitter_count = 0;
 	if (!map.narrow && map.range32)
@@ -105,7 +107,7 @@ gs_approx_interval(const gs_interval_map *map, uint64_t key)
 	uint64_t	estimate;
 	unsigned __int128 divisor;
 
-	if (map->splitters)
+	if (map->quantile)
 		return gs_quantile_bucket(map->splitters, map->splitter_count, key);
 	if (map->narrow)
 		return (uint32_t) ((offset * map->intervals) / (map->range + 1));
@@ -231,6 +233,7 @@ gs_interval_map_quantile(const uint64_t *splitters, uint32_t count)
 	map.narrow = false;
 	map.range32 = false;		/* never the width formula's fast path */
 	map.scale = 0;
+	map.quantile = true;
 	map.splitters = splitters;
 	map.splitter_count = count;
 	return map;
