@@ -173,6 +173,8 @@ cpu_quantile_sort(const gs_sort_request *request, const cpu_sort_job *job,
 		map = gs_interval_map_quantile(splitters, count);
 		status = cpu_approx_sort(job, &map, request->limit, &report->valid_outputs,
 								 &report->largest_interval);
+		report->rank_bound = gs_quantile_rank_bound(request->n, request->intervals,
+													(uint32_t) report->sample_size);
 	}
 	/* the splitters die here: the report keeps the bucket count only */
 	report->interval_map = gs_interval_map_quantile(NULL, count);
@@ -217,6 +219,9 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 															request->intervals);
 			report->sample_size = job.sample_size;
 			report->largest_interval = job.largest_interval;
+			if (request->approx_mode == GS_APPROX_QUANTILE)
+				report->rank_bound = gs_quantile_rank_bound(request->n, request->intervals,
+															(uint32_t) job.sample_size);
 		}
 	}
 	else

@@ -171,6 +171,9 @@ typedef struct gs_sort_report
 	size_t		largest_interval;	/* quantile mode: rows of the fullest
 									 * bucket (all rows counted, also those
 									 * past a limit's cut) */
+	uint64_t	rank_bound;		/* quantile mode: D(n, intervals, sample),
+								 * the distance from its exact rank every
+								 * output stays within (interval_map.h) */
 
 	/* milliseconds (GPU: measured with events) */
 	double		upload_ms;

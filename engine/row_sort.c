@@ -84,6 +84,7 @@ gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first
 	total->approx_mode = pass->approx_mode;
 	total->sample_size = pass->sample_size;
 	total->largest_interval = pass->largest_interval;
+	total->rank_bound = pass->rank_bound;
 	if (pass->gpu_bytes > total->gpu_bytes)
 		total->gpu_bytes = pass->gpu_bytes;
 	if (pass->fell_back)

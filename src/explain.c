@@ -125,11 +125,7 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		ExplainPropertyInteger("Sample Size", NULL, (int64) stats->report.sample_size, es);
 		ExplainPropertyInteger("Largest Interval Rows", NULL,
 							   (int64) stats->report.largest_interval, es);
-		ExplainPropertyInteger("Rank Error Bound", NULL,
-							   (int64) gs_quantile_rank_bound(stats->rows_sorted,
-															  (uint32_t) state->intervals,
-															  (uint32_t) stats->report.sample_size),
-							   es);
+		ExplainPropertyInteger("Rank Error Bound", NULL, (int64) stats->report.rank_bound, es);
 		ExplainPropertyInteger("Rows Materialized", NULL, (int64) stats->rows_out, es);
 	}
 	else if (stats->approximate)

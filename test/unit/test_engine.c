@@ -587,6 +587,7 @@ test_quantile_sort(void)
 							continue;
 						bound = gs_quantile_rank_bound(n, request.intervals,
 													   (uint32_t) report.sample_size);
+						CHECK(report.rank_bound == bound, "quantile: the report's bound %" PRIu64 ", not %" PRIu64, report.rank_bound, bound);
 						if (!wide)
 						{
 							/* the ranks among the 32-bit keys themselves */
