@@ -138,7 +138,7 @@ validate(const gs_sort_request *request)
 	if (request->algorithm == GS_ALGO_APPROX &&
 		((unsigned) request->approx_mode > GS_APPROX_QUANTILE ||
 		 (request->approx_mode == GS_APPROX_QUANTILE &&
-		  request->intervals > GS_MAX_QUANTILE_INTERVALS)))
+		  request->intervals > GS_QUANTILE_MAX_INTERVALS)))
 		return GS_ERR_INVALID_ARGUMENT;
 	return GS_OK;
 }

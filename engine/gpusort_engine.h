@@ -126,7 +126,7 @@ typedef struct gs_sort_request
 
 	/* approximate sort only */
 	uint32_t	intervals;		/* number of intervals, >= 1 (quantile mode:
-								 * at most GS_MAX_QUANTILE_INTERVALS) */
+								 * at most GS_QUANTILE_MAX_INTERVALS) */
 	gs_approx_mode approx_mode;
 	uint64_t	approx_seed;	/* quantile mode: the sample's seed (0: the
 								 * default, GS_QUANTILE_DEFAULT_SEED) */
@@ -187,9 +187,6 @@ typedef struct gs_sort_report
 /* Adds a pass's report to a total (first: the total starts from it). */
 extern void gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass,
 							   bool first);
-
-/* Quantile mode: at most this many intervals (2m - 1 buckets). */
-#define GS_MAX_QUANTILE_INTERVALS (UINT32_C(1) << 25)
 
 /* Fills a request with defaults (auto algorithm, auto device, malloc). */
 extern void gs_sort_request_init(gs_sort_request *request);

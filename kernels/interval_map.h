@@ -171,6 +171,9 @@ gs_interval_width(const gs_interval_map *map)
 #define GS_QUANTILE_MAX_SAMPLE (UINT32_C(1) << 24)
 /* The probability that the rank bound fails, over the sample's seed. */
 #define GS_QUANTILE_FAILURE 1e-6
+/* The most intervals the quantile mode takes: 2m - 1 buckets stay within
+ * the equal widths' 2^26. */
+#define GS_QUANTILE_MAX_INTERVALS (UINT32_C(1) << 25)
 /* The seed when the caller gives none. */
 #define GS_QUANTILE_DEFAULT_SEED UINT64_C(0x5eed0f9e05e7)
 

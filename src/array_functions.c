@@ -586,7 +586,7 @@ gpusort_sql_approx_sort(PG_FUNCTION_ARGS)
 							 "(intervals at a sample's quantiles).")));
 	}
 	if (mode == GS_APPROX_QUANTILE)
-		most = (int32) GS_MAX_QUANTILE_INTERVALS;
+		most = (int32) GS_QUANTILE_MAX_INTERVALS;
 	if (intervals < 1 || intervals > most)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

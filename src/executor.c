@@ -156,7 +156,7 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 		(state->key_types[0]->integral || state->approx_mode == GS_APPROX_QUANTILE);
 	state->intervals = gpusort_approximate_intervals;
 	if (state->approx_mode == GS_APPROX_QUANTILE)
-		state->intervals = Min(state->intervals, (int) GS_MAX_QUANTILE_INTERVALS);
+		state->intervals = Min(state->intervals, (int) GS_QUANTILE_MAX_INTERVALS);
 	if (state->plan.bounded)
 	{
 		state->bound_exprs = (List *) expand_input_columns((Node *) cscan->custom_exprs,

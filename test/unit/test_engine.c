@@ -530,10 +530,12 @@ max_rank_error(const uint64_t *sorted, size_t n, const uint64_t *out, size_t cou
  * rows of exact rank below limit - bound), the index matching the keys;
  * over skewed distributions, sizes below and above the interval count,
  * both key widths and several seeds. The equal widths are measured beside
- * on the Zipf keys: they break the same bound, so the check can fail.
+ * on the Zipf keys: they break the same bound, so the check can fail. On
+ * the GPU (--gpu), the same checks, and the same buckets as the CPU's: the
+ * fullest bucket and a limit's cut agree.
  */
 static void
-test_quantile_sort(void)
+test_quantile_sort(gs_device device)
 {
 	static const size_t ns[] = {0, 1, 2, 5, 100, 1000, 30000, 200000};
 	static const uint32_t interval_counts[] = {1, 2, 7, 100, 1000, 4096};
@@ -578,13 +580,43 @@ test_quantile_sort(void)
 						request.algorithm = GS_ALGO_APPROX;
 						request.approx_mode = GS_APPROX_QUANTILE;
 						request.approx_seed = seeds[t];
-						request.device = GS_DEVICE_CPU;
+						request.device = device;
+						request.gpu_min_elements = 0;
 						request.intervals = interval_counts[c];
 						request.limit = limit;
 						status = gs_sort(&request, &report);
 						CHECK(status == GS_OK, "quantile n=%zu %s", n, skew_names[kind]);
 						if (status != GS_OK)
 							continue;
+						if (device == GS_DEVICE_GPU && n > 0)
+						{
+							/* the CPU's buckets, on a copy of the input */
+							gs_sort_request cpu_request = request;
+							gs_sort_report cpu_report;
+							void	   *copy = malloc(n * 8);
+							uint32_t   *copy_index = malloc(n * 4);
+
+							for (size_t i = 0; i < n; i++)
+							{
+								if (wide)
+									((uint64_t *) copy)[i] = input[i];
+								else
+									((uint32_t *) copy)[i] = (uint32_t) (input[i] >> 32);
+							}
+							cpu_request.device = GS_DEVICE_CPU;
+							cpu_request.keys = copy;
+							cpu_request.row_index = copy_index;
+							CHECK(gs_sort(&cpu_request, &cpu_report) == GS_OK &&
+								  cpu_report.largest_interval == report.largest_interval &&
+								  cpu_report.valid_outputs == report.valid_outputs &&
+								  report.ran_on == GS_DEVICE_GPU,
+								  "quantile n=%zu %s m=%u: the GPU's buckets (largest %zu, %zu "
+								  "outputs) differ from the CPU's (%zu, %zu)", n, skew_names[kind],
+								  request.intervals, report.largest_interval, report.valid_outputs,
+								  cpu_report.largest_interval, cpu_report.valid_outputs);
+							free(copy);
+							free(copy_index);
+						}
 						bound = gs_quantile_rank_bound(n, request.intervals,
 													   (uint32_t) report.sample_size);
 						CHECK(report.rank_bound == bound, "quantile: the report's bound %" PRIu64 ", not %" PRIu64, report.rank_bound, bound);
@@ -649,7 +681,8 @@ test_quantile_sort(void)
 							free(returned);
 						}
 						/* the equal widths on the same keys, for contrast */
-						if (wide && limit == 0 && t == 0 && n >= 30000 && request.intervals >= 100)
+						if (wide && limit == 0 && t == 0 && n >= 30000 && request.intervals >= 100 &&
+							device == GS_DEVICE_CPU)
 						{
 							memcpy(keys, input, n * 8);
 							request.approx_mode = GS_APPROX_WIDTH;
@@ -665,6 +698,8 @@ test_quantile_sort(void)
 				free(narrow);
 				free(index);
 			}
+	if (device != GS_DEVICE_CPU)
+		return;
 	/* Zipf and the clusters pile most rows into a few equal-width intervals */
 	CHECK(width_violations > 0, "the equal widths never broke the quantile bound: the check "
 		  "cannot tell");
@@ -1248,7 +1283,9 @@ main(int argc, char **argv)
 	test_narrow_keys();
 	test_interval_map();
 	test_approx_sort();
-	test_quantile_sort();
+	test_quantile_sort(GS_DEVICE_CPU);
+	if (gpu_too && info.usable)
+		test_quantile_sort(GS_DEVICE_GPU);
 	test_key_layout();
 	test_approx_rows();
 	test_float8_encoding();
