@@ -201,7 +201,7 @@ bench/approx_quality: bench/approx_quality.c bench/timing.h $(ENGINE_DEPS)
 # the quantile mode against the equal widths on skewed keys: rank errors,
 # the rank bound's violations, speed against radix
 bench/quantile_quality: bench/quantile_quality.c bench/timing.h $(ENGINE_DEPS)
-	$(CC) $(UNIT_CFLAGS) -o $@ bench/quantile_quality.c $(ENGINE_LINK) -lm
+	$(CC) $(UNIT_CFLAGS) -fopenmp -o $@ bench/quantile_quality.c $(ENGINE_LINK) -lm
 
 # from which size the GPU beats the CPU (needs a GPU)
 bench/crossover: bench/crossover.c bench/timing.h $(ENGINE_DEPS)

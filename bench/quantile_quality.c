@@ -101,6 +101,8 @@ count_inversions(uint32_t *a, uint32_t *tmp, size_t n)
 
 	for (size_t width = 1; width < n; width *= 2)
 	{
+		/* the merges of one level are independent (OpenMP where built with it) */
+#pragma omp parallel for reduction(+:inversions) schedule(dynamic, 1)
 		for (size_t lo = 0; lo < n; lo += 2 * width)
 		{
 			size_t		mid = lo + width < n ? lo + width : n;
@@ -134,8 +136,10 @@ static void
 rank_errors(const uint32_t *sorted, const uint32_t *out, size_t n, uint64_t *largest,
 			double *total)
 {
-	*largest = 0;
-	*total = 0;
+	uint64_t	most = 0;
+	double		sum = 0;
+
+#pragma omp parallel for reduction(max:most) reduction(+:sum)
 	for (size_t p = 0; p < n; p++)
 	{
 		size_t		low = 0,
@@ -169,10 +173,12 @@ rank_errors(const uint32_t *sorted, const uint32_t *out, size_t n, uint64_t *lar
 			error = first - p;
 		else if (p > last)
 			error = p - last;
-		if (error > *largest)
-			*largest = error;
-		*total += (double) error;
+		if (error > most)
+			most = error;
+		sum += (double) error;
 	}
+	*largest = most;
+	*total = sum;
 }
 
 static size_t
