@@ -344,6 +344,10 @@ FROM array_ranks a JOIN (SELECT v, sum(c) OVER (ORDER BY v) - c AS first, sum(c)
 -- order, any order within one)
 SELECT gpu_approx_sort(ARRAY[2.5, -1, 'NaN', NULL, 0, '-Infinity']::float8[], 2, true, 'quantile') AS floats_desc;
 SELECT gpu_approx_sort(ARRAY[3, 1, 2]::int4[], 1, mode => 'width') AS one_interval;
+-- real too: every element back, each within the bound of its rank (D = n - 1
+-- for so few: the check is the permutation)
+SELECT array_agg(v ORDER BY v) = ARRAY[-2.5, 0, 0.25, 1, 7]::real[] AS reals_back
+FROM unnest(gpu_approx_sort(ARRAY[1, 0.25, -2.5, 7, 0]::real[], 2, mode => 'quantile')) v;
 -- the equal widths keep to integers; a mode that is neither is an error
 SELECT gpu_approx_sort(ARRAY[2.5, 1]::float8[], 2, mode => 'width');
 SELECT gpu_approx_sort(ARRAY[1, 2], 10, mode => 'median');
