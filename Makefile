@@ -85,7 +85,7 @@ WITH_CUDA_FLAG = 0
 endif
 
 EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) results regression.diffs regression.out \
-	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/crossover
+	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/quantile_quality bench/crossover
 
 # The build a backend and gpusort-gpud check they share (service/protocol.h):
 # the SQL version and a digest of the service's sources, so that a package
@@ -197,6 +197,11 @@ unittest: test/unit/test_engine
 # approximate sort: quality (inversions, displacement) and speed against radix
 bench/approx_quality: bench/approx_quality.c bench/timing.h $(ENGINE_DEPS)
 	$(CC) $(UNIT_CFLAGS) -o $@ bench/approx_quality.c $(ENGINE_LINK) -lm
+
+# the quantile mode against the equal widths on skewed keys: rank errors,
+# the rank bound's violations, speed against radix
+bench/quantile_quality: bench/quantile_quality.c bench/timing.h $(ENGINE_DEPS)
+	$(CC) $(UNIT_CFLAGS) -fopenmp -o $@ bench/quantile_quality.c $(ENGINE_LINK) -lm
 
 # from which size the GPU beats the CPU (needs a GPU)
 bench/crossover: bench/crossover.c bench/timing.h $(ENGINE_DEPS)

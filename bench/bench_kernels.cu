@@ -11,6 +11,10 @@
  *   bench/bench_kernels --csv F --approx [--min-log 24 --max-log 26]
  *                                      (the approximate sort and its variants
  *                                       against CUB's radix sort only)
+ *   bench/bench_kernels --csv F --quantile [--min-log 24 --max-log 26]
+ *                                      (the quantile mode, uniform, zipf and
+ *                                       sorted keys, against CUB's radix sort
+ *                                       and the equal widths)
  *
  * For each size 2^min-log .. 2^max-log (stopping where device memory runs
  * out), key type (32/64-bit keys, keys only or key + row index) and
@@ -507,7 +511,8 @@ row_for(const KeyType &t, const char *distribution, size_t n)
  */
 static bool
 approx_output_correct(const void *input, const void *out, const uint32_t *index,
-					  const ApproxResult *result, size_t n, unsigned key_bytes)
+					  const ApproxResult *result, size_t n, unsigned key_bytes,
+					  const ApproxQuantile *quantile, uint32_t intervals)
 {
 	ApproxResult host_result;
 	std::vector<uint64_t> in_keys(n), out_keys(n);
@@ -530,6 +535,29 @@ approx_output_correct(const void *input, const void *out, const uint32_t *index,
 		return false;
 	if (host_result.valid_outputs != n)
 		return false;
+
+	/* the quantile mode's map points at splitters that are gone: the host
+	 * makes its own, as the CPU engine does, which must give the same
+	 * buckets (and the same fullest one) */
+	std::vector<uint64_t> splitters;
+
+	if (quantile != nullptr)
+	{
+		uint32_t	sample_size = gs_quantile_sample_size(n, intervals);
+		std::vector<uint64_t> sample(sample_size);
+		std::vector<uint32_t> counts(gs_quantile_buckets(intervals), 0);
+
+		for (uint32_t d = 0; d < sample_size; d++)
+			sample[d] = in_keys[gs_quantile_sample_position(quantile->seed, d, n)];
+		std::sort(sample.begin(), sample.end());
+		for (uint32_t j = 1; j < intervals; j++)
+			splitters.push_back(sample[gs_quantile_splitter_position(j, sample_size, intervals)]);
+		host_result.map = gs_interval_map_quantile(splitters.data(), intervals - 1);
+		for (size_t i = 0; i < n; i++)
+			counts[gs_approx_interval(&host_result.map, in_keys[i])]++;
+		if (*std::max_element(counts.begin(), counts.end()) != host_result.largest)
+			return false;
+	}
 	if (!index)
 	{
 		/* the same multiset of keys: sums of a mixing hash (sorting 2^26
@@ -566,7 +594,8 @@ approx_output_correct(const void *input, const void *out, const uint32_t *index,
 
 static bool
 bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *tuning,
-			 const char *impl, Row base, uint32_t intervals = 10000)
+			 const char *impl, Row base, uint32_t intervals = 10000,
+			 const ApproxQuantile *quantile = nullptr)
 {
 	const size_t n = in.n;
 	void	   *keys = nullptr,
@@ -583,18 +612,19 @@ bench_approx(Job &job, const Inputs &in, const KeyType &t, const ApproxTuning *t
 	{
 		Row			r = base;
 
-		r.algorithm = "approx";
+		r.algorithm = quantile ? "approx-quantile" : "approx";
 		r.impl = impl;
 		r.ms = time_median([&](int run) {
 			CUDA_OK(cudaMemcpyAsync(keys, in.sets[run % 3], n * t.key_bytes,
 									cudaMemcpyDeviceToDevice, stream));
 		}, [&]() {
 			GPU_OK(approx_sort_device(job, keys, t.key_bytes, n, intervals, 0, out, index, result,
-									  tuning));
+									  tuning, quantile));
 		});
 		r.gkeys = n / r.ms / 1e6;
 		/* the last run sorted sets[runs % 3] (see time_median) */
-		if (!approx_output_correct(in.sets[runs % 3], out, index, result, n, t.key_bytes))
+		if (!approx_output_correct(in.sets[runs % 3], out, index, result, n, t.key_bytes,
+								   quantile, intervals))
 		{
 			fprintf(stderr, "approx %s %s n=%zu: WRONG OUTPUT\n", t.name, impl, n);
 			r.impl = std::string(impl) + "/WRONG";
@@ -746,6 +776,60 @@ bench_approx_only(Job &job, int min_log, int max_log)
 				printf("2^%d %-12s %-12s approx %.2f ms (%.2f Gkeys/s)\n", min_log, t.name,
 					   dist_names[d], a->ms, a->gkeys);
 		}
+}
+
+/*
+ * --quantile: the quantile mode (1024 and 10000 intervals) against CUB's
+ * radix sort of the same keys and pairs, n = 2^min-log .. 2^max-log, on
+ * uniform, zipf and sorted keys; prints CUB's time over the quantile
+ * mode's per size, key type and distribution (the issue's goal: at least
+ * 2 for pairs at 2^24 and 2^26).
+ */
+static void
+bench_quantile_only(Job &job, int min_log, int max_log)
+{
+	static const ApproxQuantile quantile = {GS_QUANTILE_DEFAULT_SEED};
+	static const int dists[] = {UNIFORM, ZIPF, SORTED};
+
+	for (int log = min_log; log <= max_log; log++)
+		for (const KeyType &t : key_types)
+			for (int d : dists)
+			{
+				Inputs		in;
+				Row			base;
+				const size_t n = (size_t) 1 << log;
+
+				if (!make_inputs(in, n, t, d))
+					return;
+				base = row_for(t, dist_names[d], n);
+				for (uint32_t k : {1024u, 10000u})
+				{
+					char		name[64];
+
+					snprintf(name, sizeof(name), "intervals=%u", k);
+					bench_approx(job, in, t, nullptr, name, base, k, &quantile);
+				}
+				bench_approx(job, in, t, nullptr, "default", base);
+				if (t.key_bytes == 4)
+					cub_direct<uint32_t>(job, in, t, dist_names[d], base);
+				else
+					cub_direct<uint64_t>(job, in, t, dist_names[d], base);
+				free_inputs(in);
+
+				const Row  *c = find(t.name, "cub-radix", "direct", n, dist_names[d]);
+				const Row  *w = find(t.name, "approx", "default", n, dist_names[d]);
+
+				for (const char *k : {"intervals=1024", "intervals=10000"})
+				{
+					const Row  *q = find(t.name, "approx-quantile", k, n, dist_names[d]);
+
+					if (q && c && w)
+						printf("2^%d %-10s %-8s quantile %-16s %7.3f ms, width %7.3f ms, cub radix "
+							   "%7.3f ms: CUB / quantile = %.2fx\n", log, t.name, dist_names[d], k,
+							   q->ms, w->ms, c->ms, c->ms / q->ms);
+				}
+				fflush(stdout);
+			}
 }
 
 /* Every workable (tile, wide) shape pair at one size: picks the defaults. */
@@ -1127,6 +1211,7 @@ main(int argc, char **argv)
 				transfers = true,
 				profile = false,
 				approx_only = false,
+				quantile_only = false,
 				networks_only = false,
 				host_only = false;
 
@@ -1148,6 +1233,8 @@ main(int argc, char **argv)
 			profile = true;
 		else if (!strcmp(argv[i], "--approx"))
 			approx_only = true;
+		else if (!strcmp(argv[i], "--quantile"))
+			quantile_only = true;
 		else if (!strcmp(argv[i], "--networks"))
 			networks_only = true;
 		else if (!strcmp(argv[i], "--host"))
@@ -1196,6 +1283,13 @@ main(int argc, char **argv)
 		   p.sharedMemPerBlockOptin / 1024, min_log, max_log, runs);
 	fflush(stdout);
 
+	if (quantile_only)
+	{
+		bench_quantile_only(job, min_log, max_log);
+		GPU_OK(job.finish());
+		fclose(csv);
+		return 0;
+	}
 	if (approx_only)
 	{
 		bench_approx_only(job, min_log, max_log);

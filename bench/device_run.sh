@@ -18,6 +18,15 @@
 #                                     # GPUSORT_CHAOS_SECONDS (600), in the
 #                                     # background: it outlives the call
 #   bench/device_run.sh chaos-wait    # waits for it, its logs to $OUT
+#   bench/device_run.sh quantile      # the quantile mode (issue 46): kernels
+#                                     # against CUB at 2^24 and 2^26, rank
+#                                     # quality at QUANTILE_SIZES (10M), the
+#                                     # ORDER BY ... LIMIT opt-in against the
+#                                     # exact GpuSort at QUANTILE_ROWS (10M);
+#                                     # CSVs and logs to $OUT; QUANTILE_STEPS
+#                                     # (default "kernels quality limit")
+#                                     # picks some (100M: QUANTILE_STEPS=quality
+#                                     # QUANTILE_SIZES=100000000 QUANTILE_REPS=1)
 #
 # Each mode installs the built files into the portable PostgreSQL of
 # .device-carry/pg-on-gpu.sh, starts that server with gpusort preloaded (so
@@ -49,6 +58,11 @@ else
   build=${BUILD:-.device-carry/build-$major.tgz}
 fi
 built="gpusort.so service/gpusort-gpud test/unit/test_engine kernels/*.o src/*.o engine/*.o service/*.o"
+# the benchmarks' programs, where they were built (make bench/bench_kernels
+# bench/quantile_quality)
+for program in bench/bench_kernels bench/quantile_quality; do
+  [ -x "$program" ] && built="$built $program"
+done
 
 if [ "$mode" = pack ]; then
   # shellcheck disable=SC2086
@@ -115,6 +129,22 @@ case "$mode" in
   sql)
     psql -X -f "${2:?usage: bench/device_run.sh sql FILE}" > "$OUT/sql.log" 2>&1
     tail -n 80 "$OUT/sql.log"
+    ;;
+  quantile)
+    steps=" ${QUANTILE_STEPS:-kernels quality limit} "
+    # 1. the kernels on device-resident keys: CUB / quantile per size
+    [[ $steps == *" kernels "* ]] && for log in 24 26; do
+      bench/bench_kernels --csv "$OUT/quantile_kernels_2e$log.csv" --quantile \
+        --min-log $log --max-log $log > "$OUT/quantile_kernels_2e$log.log" 2>&1
+      grep -E "CUB / quantile|WRONG" "$OUT/quantile_kernels_2e$log.log"
+    done
+    # 2. rank quality and time host to host, both modes, against radix
+    [[ $steps == *" quality "* ]] && bench/quantile_quality "$OUT/quantile_quality.csv" "${QUANTILE_SIZES:-10000000}" \
+      "${QUANTILE_REPS:-3}" "${QUANTILE_INTERVALS:-1000,100000}" > "$OUT/quantile_quality.log" 2>&1
+    [[ $steps == *" quality "* ]] && tail -n 1 "$OUT/quantile_quality.log"
+    # 3. ORDER BY ... LIMIT: exact GpuSort, the width opt-in, the quantile
+    # opt-in (and all rows, OFFSET past the end), REPEAT times each
+    [[ $steps == *" limit "* ]] && bench/quantile_limit.sh "$OUT" "${QUANTILE_ROWS:-10000000}" 2>&1 | tail -n 20
     ;;
   *)
     echo "unknown mode: $mode" >&2

@@ -105,6 +105,8 @@ kernels_approx_sort(gs_backend_approx_job *request, gs_backend_timing *timing)
 	job.keys = request->keys;
 	job.row_index = request->row_index;
 	job.intervals = request->intervals;
+	job.quantile = request->mode == GS_APPROX_QUANTILE;
+	job.seed = request->seed;
 	job.limit = request->limit;
 	job.memory_limit = request->memory_limit;
 	job.poll = request->poll;
@@ -114,6 +116,8 @@ kernels_approx_sort(gs_backend_approx_job *request, gs_backend_timing *timing)
 	request->valid_outputs = job.valid_outputs;
 	request->min_key = job.min_key;
 	request->max_key = job.max_key;
+	request->sample_size = job.sample_size;
+	request->largest_interval = job.largest_interval;
 	set_timing(timing, &measured);
 	return status_of(status);
 }
@@ -142,6 +146,7 @@ const gs_sort_backend gs_kernels_backend = {
 	.probe = kernels_probe,
 	.sort = kernels_sort,
 	.approx_sort = kernels_approx_sort,
+	.approx_quantile = true,
 	.minmax = kernels_minmax,
 	.host_alloc = kernels_host_alloc,
 	.host_free = gpu_host_free,

@@ -95,14 +95,60 @@ cpu_radix_sort(const cpu_sort_job *job)
 
 gs_status
 cpu_approx_sort(const cpu_sort_job *job, const gs_interval_map *map,
-				size_t limit, size_t *valid_outputs)
+				size_t limit, size_t *valid_outputs, size_t *largest_interval)
 {
 	*valid_outputs = 0;
+	*largest_interval = 0;
 	if (job->n == 0)
 		return GS_OK;
 	if (job->key_bytes == 4)
-		return approx_sort_u32(job, map, limit, valid_outputs);
-	return approx_sort_u64(job, map, limit, valid_outputs);
+		return approx_sort_u32(job, map, limit, valid_outputs, largest_interval);
+	return approx_sort_u64(job, map, limit, valid_outputs, largest_interval);
+}
+
+/*
+ * The quantile mode's splitters (interval_map.h): the same draws, sort and
+ * positions as the GPU's (gpu_approx.cu), so both cut at the same keys.
+ */
+gs_status
+cpu_quantile_splitters(const cpu_sort_job *job, uint32_t intervals, uint64_t seed,
+					   uint64_t *splitters, size_t *sample_size)
+{
+	uint32_t	size = gs_quantile_sample_size(job->n, intervals);
+	uint64_t   *sample;
+	cpu_sort_job sample_job;
+	gs_status	status;
+
+	*sample_size = 0;
+	if (job->n == 0 || intervals < 2)
+		return GS_OK;
+	sample = engine_alloc(job->allocator, (size_t) size * sizeof(uint64_t));
+	if (sample == NULL)
+		return GS_ERR_OUT_OF_MEMORY;
+	for (uint32_t draw = 0; draw < size; draw++)
+	{
+		uint32_t	at = gs_quantile_sample_position(seed, draw, job->n);
+
+		sample[draw] = job->key_bytes == 4 ? ((const uint32_t *) job->keys)[at] :
+			((const uint64_t *) job->keys)[at];
+	}
+	memset(&sample_job, 0, sizeof(sample_job));
+	sample_job.n = size;
+	sample_job.key_bytes = 8;
+	sample_job.key_bits = job->key_bytes * 8;
+	sample_job.keys = sample;
+	sample_job.allocator = job->allocator;
+	sample_job.poll = job->poll;
+	sample_job.poll_arg = job->poll_arg;
+	status = radix_sort_u64(&sample_job);
+	if (status == GS_OK)
+	{
+		for (uint32_t j = 1; j < intervals; j++)
+			splitters[j - 1] = sample[gs_quantile_splitter_position(j, size, intervals)];
+		*sample_size = size;
+	}
+	engine_free(job->allocator, sample);
+	return status;
 }
 
 /*

@@ -210,7 +210,7 @@ done:
  */
 static gs_status
 T(approx_sort) (const cpu_sort_job *job, const gs_interval_map *map,
-				size_t limit, size_t *valid_outputs)
+				size_t limit, size_t *valid_outputs, size_t *largest_interval)
 {
 	size_t		n = job->n;
 	KEY_T	   *keys = job->keys;
@@ -218,6 +218,7 @@ T(approx_sort) (const cpu_sort_job *job, const gs_interval_map *map,
 	size_t	   *offsets;
 	KEY_T	   *out_keys = NULL;
 	uint32_t   *out_index = NULL;
+	uint32_t   *buckets = NULL;	/* quantile mode: each key's, searched once */
 	uint32_t	cut;
 	size_t		materialised;
 	gs_status	status = GS_OK;
@@ -226,10 +227,21 @@ T(approx_sort) (const cpu_sort_job *job, const gs_interval_map *map,
 	if (offsets == NULL)
 		return GS_ERR_OUT_OF_MEMORY;
 	memset(offsets, 0, ((size_t) map->intervals + 1) * sizeof(size_t));
-	for (size_t i = 0; i < n; i++)
-		offsets[gs_approx_interval(map, keys[i]) + 1]++;
+	if (map->quantile)
+		buckets = engine_alloc(job->allocator, n * sizeof(uint32_t));
+	if (buckets != NULL)
+		for (size_t i = 0; i < n; i++)
+			offsets[(buckets[i] = gs_approx_interval(map, keys[i])) + 1]++;
+	else
+		for (size_t i = 0; i < n; i++)
+			offsets[gs_approx_interval(map, keys[i]) + 1]++;
+	*largest_interval = 0;
 	for (uint32_t b = 0; b < map->intervals; b++)
+	{
+		if (offsets[b + 1] > *largest_interval)
+			*largest_interval = offsets[b + 1];
 		offsets[b + 1] += offsets[b];
+	}
 
 	/* the cut: the first interval whose end reaches the limit */
 	cut = map->intervals - 1;
@@ -266,7 +278,7 @@ T(approx_sort) (const cpu_sort_job *job, const gs_interval_map *map,
 	}
 	for (size_t i = 0; i < n; i++)
 	{
-		uint32_t	interval = gs_approx_interval(map, keys[i]);
+		uint32_t	interval = buckets != NULL ? buckets[i] : gs_approx_interval(map, keys[i]);
 		size_t		to;
 
 		if (interval > cut)
@@ -284,6 +296,7 @@ done:
 	engine_free(job->allocator, offsets);
 	engine_free(job->allocator, out_keys);
 	engine_free(job->allocator, out_index);
+	engine_free(job->allocator, buckets);
 	return status;
 }
 

@@ -103,6 +103,13 @@ choose_device(const gs_sort_request *request, gs_sort_report *report,
 		return GS_OK;
 	}
 	probe_backend(&info);
+	if (info.usable && request->algorithm == GS_ALGO_APPROX &&
+		request->approx_mode == GS_APPROX_QUANTILE && !backend->approx_quantile)
+	{
+		info.usable = false;
+		snprintf(info.reason, sizeof(info.reason),
+				 "the %s does not do the quantile mode: the CPU does", backend->name);
+	}
 	if (!info.usable)
 	{
 		note_gpu_problem(report, GS_ERR_GPU_UNAVAILABLE, info.reason);
@@ -128,7 +135,51 @@ validate(const gs_sort_request *request)
 	if (request->algorithm == GS_ALGO_APPROX &&
 		(request->intervals < 1 || request->intervals > GS_MAX_INTERVALS))
 		return GS_ERR_INVALID_ARGUMENT;
+	if (request->algorithm == GS_ALGO_APPROX &&
+		((unsigned) request->approx_mode > GS_APPROX_QUANTILE ||
+		 (request->approx_mode == GS_APPROX_QUANTILE &&
+		  request->intervals > GS_QUANTILE_MAX_INTERVALS)))
+		return GS_ERR_INVALID_ARGUMENT;
 	return GS_OK;
+}
+
+static uint64_t
+approx_seed(const gs_sort_request *request)
+{
+	return request->approx_seed != 0 ? request->approx_seed : GS_QUANTILE_DEFAULT_SEED;
+}
+
+/* The quantile mode on the CPU: the splitters from the sample, then the
+ * same count, scan and scatter as the equal widths. */
+static gs_status
+cpu_quantile_sort(const gs_sort_request *request, const cpu_sort_job *job,
+				  gs_sort_report *report)
+{
+	uint32_t	count = request->intervals - 1;
+	uint64_t   *splitters = NULL;
+	gs_interval_map map;
+	gs_status	status;
+
+	if (count > 0)
+	{
+		splitters = engine_alloc(&request->allocator, (size_t) count * sizeof(uint64_t));
+		if (splitters == NULL)
+			return GS_ERR_OUT_OF_MEMORY;
+	}
+	status = cpu_quantile_splitters(job, request->intervals, approx_seed(request),
+									splitters, &report->sample_size);
+	if (status == GS_OK)
+	{
+		map = gs_interval_map_quantile(splitters, count);
+		status = cpu_approx_sort(job, &map, request->limit, &report->valid_outputs,
+								 &report->largest_interval);
+		report->rank_bound = gs_quantile_rank_bound(request->n, request->intervals,
+													(uint32_t) report->sample_size);
+	}
+	/* the splitters die here: the report keeps the bucket count only */
+	report->interval_map = gs_interval_map_quantile(NULL, count);
+	engine_free(&request->allocator, splitters);
+	return status;
 }
 
 static gs_status
@@ -150,6 +201,8 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 		job.keys = request->keys;
 		job.row_index = request->row_index;
 		job.intervals = request->intervals;
+		job.mode = request->approx_mode;
+		job.seed = approx_seed(request);
 		job.limit = request->limit;
 		job.memory_limit = request->gpu_memory_limit;
 		job.poll = request->poll;
@@ -159,8 +212,16 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 		if (status == GS_OK)
 		{
 			report->valid_outputs = job.valid_outputs;
-			report->interval_map = gs_interval_map_make(job.min_key, job.max_key,
-														request->intervals);
+			if (request->approx_mode == GS_APPROX_QUANTILE)
+				report->interval_map = gs_interval_map_quantile(NULL, request->intervals - 1);
+			else
+				report->interval_map = gs_interval_map_make(job.min_key, job.max_key,
+															request->intervals);
+			report->sample_size = job.sample_size;
+			report->largest_interval = job.largest_interval;
+			if (request->approx_mode == GS_APPROX_QUANTILE)
+				report->rank_bound = gs_quantile_rank_bound(request->n, request->intervals,
+															(uint32_t) job.sample_size);
 		}
 	}
 	else
@@ -228,7 +289,13 @@ run_on_cpu(const gs_sort_request *request, gs_algorithm algorithm,
 			{
 				uint64_t	min_key = 0,
 							max_key = 0;
+				size_t		largest;
 
+				if (request->approx_mode == GS_APPROX_QUANTILE)
+				{
+					status = cpu_quantile_sort(request, &job, report);
+					break;
+				}
 				for (size_t i = 0; i < job.n; i++)
 				{
 					uint64_t	key = request->key_bytes == 4 ?
@@ -242,7 +309,8 @@ run_on_cpu(const gs_sort_request *request, gs_algorithm algorithm,
 				report->interval_map = gs_interval_map_make(min_key, max_key,
 															 request->intervals);
 				status = cpu_approx_sort(&job, &report->interval_map,
-										 request->limit, &report->valid_outputs);
+										 request->limit, &report->valid_outputs, &largest);
+				report->largest_interval = largest;
 				break;
 			}
 	}
@@ -271,6 +339,7 @@ gs_sort(const gs_sort_request *request, gs_sort_report *report)
 									  request->row_index != NULL,
 									  use_gpu ? GS_DEVICE_GPU : GS_DEVICE_CPU);
 	report->algorithm = algorithm;
+	report->approx_mode = request->approx_mode;
 
 	if (use_gpu)
 	{

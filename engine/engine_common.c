@@ -68,6 +68,24 @@ gs_algorithm_parse(const char *name, bool allow_approx, gs_algorithm *result)
 }
 
 const char *
+gs_approx_mode_name(gs_approx_mode mode)
+{
+	return mode == GS_APPROX_QUANTILE ? "quantile" : "width";
+}
+
+bool
+gs_approx_mode_parse(const char *name, gs_approx_mode *result)
+{
+	if (name != NULL && strcmp(name, "width") == 0)
+		*result = GS_APPROX_WIDTH;
+	else if (name != NULL && strcmp(name, "quantile") == 0)
+		*result = GS_APPROX_QUANTILE;
+	else
+		return false;
+	return true;
+}
+
+const char *
 gs_device_name(gs_device device)
 {
 	switch (device)

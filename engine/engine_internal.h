@@ -27,7 +27,12 @@ extern gs_status cpu_butterfly_sort(const cpu_sort_job *job);
 extern gs_status cpu_radix_sort(const cpu_sort_job *job);
 extern gs_status cpu_approx_sort(const cpu_sort_job *job,
 								 const gs_interval_map *map, size_t limit,
-								 size_t *valid_outputs);
+								 size_t *valid_outputs, size_t *largest_interval);
+/* Quantile mode: draws the sample of job->keys, sorts it and writes the
+ * intervals - 1 splitters (interval_map.h); *sample_size gets its size. */
+extern gs_status cpu_quantile_splitters(const cpu_sort_job *job, uint32_t intervals,
+										uint64_t seed, uint64_t *splitters,
+										size_t *sample_size);
 extern void cpu_minmax(const uint64_t *keys, size_t n,
 					   uint64_t *min_key, uint64_t *max_key);
 

@@ -72,6 +72,17 @@ extern const char *gs_algorithm_name(gs_algorithm algorithm);
 extern bool gs_algorithm_parse(const char *name, bool allow_approx,
 							   gs_algorithm *result);
 
+/* How the approximate sort cuts the keys into intervals (interval_map.h). */
+typedef enum gs_approx_mode
+{
+	GS_APPROX_WIDTH = 0,		/* equal-width intervals of [min, max] */
+	GS_APPROX_QUANTILE			/* intervals at a sample's quantiles */
+} gs_approx_mode;
+
+extern const char *gs_approx_mode_name(gs_approx_mode mode);
+/* Parses "width" or "quantile"; false for anything else. */
+extern bool gs_approx_mode_parse(const char *name, gs_approx_mode *result);
+
 typedef enum gs_device
 {
 	GS_DEVICE_AUTO = 0,			/* the GPU when usable and worth it, else CPU */
@@ -114,7 +125,11 @@ typedef struct gs_sort_request
 	gs_device	device;
 
 	/* approximate sort only */
-	uint32_t	intervals;		/* number of equal-width intervals, >= 1 */
+	uint32_t	intervals;		/* number of intervals, >= 1 (quantile mode:
+								 * at most GS_QUANTILE_MAX_INTERVALS) */
+	gs_approx_mode approx_mode;
+	uint64_t	approx_seed;	/* quantile mode: the sample's seed (0: the
+								 * default, GS_QUANTILE_DEFAULT_SEED) */
 	/* gs_sort_rows only: cut [approx_min_key, approx_max_key] (the column's
 	 * encoded values) into intervals instead of the rows' own range */
 	bool		approx_range_given;
@@ -148,7 +163,17 @@ typedef struct gs_sort_report
 
 	/* approximate sort */
 	size_t		valid_outputs;	/* outputs in final position (n, or >= limit) */
-	gs_interval_map interval_map;	/* the intervals it used */
+	gs_interval_map interval_map;	/* the intervals it used (quantile mode:
+									 * the bucket count only; the splitters
+									 * are not kept) */
+	gs_approx_mode approx_mode;
+	size_t		sample_size;	/* quantile mode: keys sampled */
+	size_t		largest_interval;	/* quantile mode: rows of the fullest
+									 * bucket (all rows counted, also those
+									 * past a limit's cut) */
+	uint64_t	rank_bound;		/* quantile mode: D(n, intervals, sample),
+								 * the distance from its exact rank every
+								 * output stays within (interval_map.h) */
 
 	/* milliseconds (GPU: measured with events) */
 	double		upload_ms;

@@ -81,6 +81,10 @@ gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first
 	total->algorithm = pass->algorithm;
 	total->valid_outputs = pass->valid_outputs;
 	total->interval_map = pass->interval_map;
+	total->approx_mode = pass->approx_mode;
+	total->sample_size = pass->sample_size;
+	total->largest_interval = pass->largest_interval;
+	total->rank_bound = pass->rank_bound;
 	if (pass->gpu_bytes > total->gpu_bytes)
 		total->gpu_bytes = pass->gpu_bytes;
 	if (pass->fell_back)

@@ -68,9 +68,11 @@ typedef struct gs_backend_sort_job
 } gs_backend_sort_job;
 
 /* Approximate (interval) sort: [min, max] of the keys cut into `intervals`
- * equal-width intervals as gs_approx_interval() (interval_map.h) does, the
- * elements of intervals 0, 1, ... written in that order; with limit > 0
- * only the intervals up to the one holding output number `limit`. */
+ * equal-width intervals as gs_approx_interval() (interval_map.h) does, or
+ * in quantile mode the 2 * intervals - 1 buckets of the splitters drawn
+ * from the sample that `seed` picks (interval_map.h), the elements of
+ * intervals 0, 1, ... written in that order; with limit > 0 only the
+ * intervals up to the one holding output number `limit`. */
 typedef struct gs_backend_approx_job
 {
 	size_t		n;
@@ -78,6 +80,8 @@ typedef struct gs_backend_approx_job
 	void	   *keys;
 	uint32_t   *row_index;		/* or NULL; receives the permutation */
 	uint32_t	intervals;
+	gs_approx_mode mode;
+	uint64_t	seed;			/* quantile mode: the sample's (never 0) */
 	size_t		limit;
 	size_t		memory_limit;
 	gs_poll_fn	poll;
@@ -87,6 +91,8 @@ typedef struct gs_backend_approx_job
 	size_t		valid_outputs;
 	uint64_t	min_key;
 	uint64_t	max_key;
+	size_t		sample_size;	/* quantile mode */
+	size_t		largest_interval;	/* quantile mode: rows of the fullest bucket */
 } gs_backend_approx_job;
 
 typedef struct gs_sort_backend
@@ -100,6 +106,8 @@ typedef struct gs_sort_backend
 	/* The sorts and the min-max. On failure last_error() says why. */
 	gs_status	(*sort) (gs_backend_sort_job *job, gs_backend_timing *timing);
 	gs_status	(*approx_sort) (gs_backend_approx_job *job, gs_backend_timing *timing);
+	/* approx_sort does the quantile mode too (false: the CPU does it) */
+	bool		approx_quantile;
 	gs_status	(*minmax) (const uint64_t *keys, size_t n, uint64_t *min_key,
 						   uint64_t *max_key, gs_backend_timing *timing);
 

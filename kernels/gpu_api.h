@@ -103,7 +103,9 @@ typedef struct gpu_sort_job
  * gs_approx_interval() (interval_map.h) does, and writes the elements of
  * intervals 0, 1, ... in that order; within an interval the order is
  * unspecified. With limit > 0 only the intervals up to the one holding output
- * number `limit` are written. */
+ * number `limit` are written. With `quantile`, the intervals are the
+ * 2 * intervals - 1 buckets of interval_map.h's quantile mode instead:
+ * splitters from the sample that `seed` picks, the same as the CPU's. */
 typedef struct gpu_approx_job
 {
 	size_t		n;
@@ -111,6 +113,8 @@ typedef struct gpu_approx_job
 	void	   *keys;
 	uint32_t   *row_index;		/* or NULL; receives the permutation */
 	uint32_t	intervals;
+	bool		quantile;		/* quantile mode (else equal widths) */
+	uint64_t	seed;			/* quantile mode: the sample's */
 	size_t		limit;
 	size_t		memory_limit;
 	gpu_poll_fn poll;
@@ -120,6 +124,8 @@ typedef struct gpu_approx_job
 	size_t		valid_outputs;
 	uint64_t	min_key;
 	uint64_t	max_key;
+	size_t		sample_size;	/* quantile mode: keys sampled */
+	size_t		largest_interval;	/* quantile mode: rows of the fullest bucket */
 } gpu_approx_job;
 
 extern gpu_status gpu_device_probe(gpu_device_info *info);

@@ -143,7 +143,7 @@ minmax_partial_kernel(const K *keys, size_t n, uint64_t *partials, uint32_t *cou
  */
 __device__ gs_interval_map
 block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t intervals,
-				   ApproxResult *result)
+				   const gs_interval_map *quantile_map, ApproxResult *result)
 {
 	typedef cub::BlockReduce<uint64_t, APPROX_THREADS> BlockReduce;
 	__shared__ typename BlockReduce::TempStorage storage;
@@ -161,7 +161,9 @@ block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t in
 	high = BlockReduce(storage).Reduce(high, HigherOf());
 	if (threadIdx.x == 0)
 	{
-		shared_map = gs_interval_map_make(low, high, intervals);
+		/* the quantile mode's map was made before (quantile_map_kernel) */
+		shared_map = quantile_map != nullptr ? *quantile_map :
+			gs_interval_map_make(low, high, intervals);
 		if (blockIdx.x == 0)
 		{
 			result->min_key = low;
@@ -315,13 +317,15 @@ shared_add(uint32_t *counters, uint32_t bin, bool active)
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS, APPROX_BLOCKS_PER_SM)
 count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
-				  ApproxResult *result, uint32_t intervals, uint32_t *counts)
+				  const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
+				  uint32_t *counts)
 {
 	typedef typename KeyVector<K>::type Vector;
 	constexpr int PER_VECTOR = KeyVector<K>::keys;
 	constexpr int KEYS = APPROX_COUNT_VECTORS * PER_VECTOR;
 	extern __shared__ uint32_t histogram[];
-	const gs_interval_map map = block_interval_map(partials, partial_count, intervals, result);
+	const gs_interval_map map = block_interval_map(partials, partial_count, intervals,
+												   quantile_map, result);
 	const Vector *vectors = reinterpret_cast<const Vector *>(keys);
 	const uint32_t vector_count = (uint32_t) (n / PER_VECTOR);
 	const uint32_t threads = gridDim.x * APPROX_THREADS;
@@ -389,15 +393,101 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 count_global_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
-					ApproxResult *result, uint32_t intervals, uint32_t *counts)
+					const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
+					uint32_t *counts)
 {
-	const gs_interval_map map = block_interval_map(partials, partial_count, intervals, result);
+	const gs_interval_map map = block_interval_map(partials, partial_count, intervals,
+												   quantile_map, result);
 	const size_t warps = APPROX_THREADS / 32;
 
 	for_each_key(keys, 0, n, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps, map,
 				 [&](K, uint32_t bin, size_t, bool valid) {
 					 warp_merged_add<false>(counts, bin, valid);
 				 });
+}
+
+/* ------------------------------------------------------------------------
+ * Kernels: the quantile mode (interval_map.h)
+ * ------------------------------------------------------------------------ */
+
+/* sample[d] = the key at draw d's position: the CPU engine's draws */
+template <class K>
+__global__ void
+quantile_sample_kernel(const K *keys, size_t n, uint64_t seed, uint32_t sample_size,
+					   uint64_t *sample)
+{
+	uint32_t	draw = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (draw < sample_size)
+		sample[draw] = (uint64_t) keys[gs_quantile_sample_position(seed, draw, n)];
+}
+
+/* The splitters from the sorted sample, and the map over them (one
+ * thread writes it, after the launch every splitter is there) */
+__global__ void
+quantile_splitters_kernel(const uint64_t *sorted, uint32_t sample_size, uint32_t intervals,
+						  uint64_t *splitters)
+{
+	uint32_t	j = blockIdx.x * blockDim.x + threadIdx.x + 1;
+
+	if (j < intervals)
+		splitters[j - 1] = sorted[gs_quantile_splitter_position(j, sample_size, intervals)];
+}
+
+__global__ void
+quantile_map_kernel(const uint64_t *splitters, uint32_t count, gs_interval_map *map)
+{
+	*map = gs_interval_map_quantile(splitters, count);
+}
+
+/* result->largest = the largest count (zeroed before) */
+__global__ void
+largest_count_kernel(const uint32_t *counts, uint32_t entries, ApproxResult *result)
+{
+	uint32_t	largest = 0;
+
+	for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < entries;
+		 b += gridDim.x * blockDim.x)
+		largest = counts[b] > largest ? counts[b] : largest;
+	for (int offset = 16; offset > 0; offset /= 2)
+	{
+		uint32_t	other = __shfl_down_sync(0xffffffffu, largest, offset);
+
+		largest = other > largest ? other : largest;
+	}
+	if ((threadIdx.x & 31) == 0 && largest > 0)
+		atomicMax(&result->largest, largest);
+}
+
+/*
+ * The quantile mode's map, in device memory at *map: the sample drawn,
+ * sorted (CUB, through radix_sort_device), the splitters picked. `scratch`
+ * holds 2 * sample_size + intervals - 1 uint64 and must outlive the sort
+ * (the map points at the splitters in it).
+ */
+template <class K>
+static gpu_status
+quantile_map_device(Job &job, const K *keys, size_t n, uint32_t intervals, uint64_t seed,
+					uint32_t sample_size, uint64_t *scratch, gs_interval_map *map)
+{
+	uint64_t   *sample = scratch;
+	uint64_t   *sample_alt = scratch + sample_size;
+	uint64_t   *splitters = scratch + 2 * (size_t) sample_size;
+	bool		in_alt = false;
+
+	quantile_sample_kernel<K><<<grid_for(sample_size, 256), 256, 0, job.stream()>>>(
+		keys, n, seed, sample_size, sample);
+	GS_TRY(job.launched("approximate sort: quantile sample"));
+	GS_TRY(radix_sort_device(job, 8, sizeof(K) * 8, sample_size, sample, sample_alt, nullptr,
+							 nullptr, &in_alt));
+	if (intervals > 1)
+	{
+		quantile_splitters_kernel<<<grid_for(intervals - 1, 256), 256, 0, job.stream()>>>(
+			in_alt ? sample_alt : sample, sample_size, intervals, splitters);
+		GS_TRY(job.launched("approximate sort: quantile splitters"));
+	}
+	quantile_map_kernel<<<1, 1, 0, job.stream()>>>(splitters, intervals - 1, map);
+	return job.launched("approximate sort: quantile map");
 }
 
 /* ------------------------------------------------------------------------
@@ -1033,7 +1123,8 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 template <class K>
 static gpu_status
 approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit, K *out_keys,
-			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t)
+			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t,
+			 const gs_interval_map *quantile_map)
 {
 	const size_t entries = (size_t) intervals + 1;	/* the last: the total */
 	const bool	partition = t.scatter == APPROX_SCATTER_PARTITION;
@@ -1088,8 +1179,20 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 		const auto	kernel = in_smem ? count_smem_kernel<K> : count_global_kernel<K>;
 
 		kernel<<<grid, APPROX_THREADS, in_smem ? intervals * sizeof(uint32_t) : 0, job.stream()>>>(
-			keys, n, partials, minmax_grid, result, intervals, counts);
+			keys, n, partials, minmax_grid, quantile_map, result, intervals, counts);
 		status = job.launched("approximate sort: count");
+	}
+	/* the quantile mode's fullest bucket (EXPLAIN ANALYZE shows it) */
+	if (status == GPU_OK && quantile_map != nullptr)
+	{
+		status = job.check(cudaMemsetAsync(&result->largest, 0, sizeof(result->largest),
+										   job.stream()), "cudaMemsetAsync");
+		if (status == GPU_OK)
+		{
+			largest_count_kernel<<<grid_for(intervals, 256, 1024), 256, 0, job.stream()>>>(
+				counts, intervals, result);
+			status = job.launched("approximate sort: largest interval");
+		}
 	}
 	if (status == GPU_OK)
 		status = job.progress(n);
@@ -1142,7 +1245,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 gpu_status
 approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uint32_t intervals,
 				   size_t limit, void *out_keys, uint32_t *out_index, ApproxResult *result,
-				   const ApproxTuning *tuning)
+				   const ApproxTuning *tuning, const ApproxQuantile *quantile)
 {
 	if (intervals < 1)
 	{
@@ -1158,13 +1261,66 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 		return job.check(cudaMemsetAsync(result, 0, sizeof(*result), job.stream()),
 						 "cudaMemsetAsync");
 
-	ApproxTuning t = resolve_tuning(tuning, intervals);
+	if (quantile == nullptr)
+	{
+		ApproxTuning t = resolve_tuning(tuning, intervals);
 
+		if (key_bytes == 4)
+			return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,
+								static_cast<uint32_t *>(out_keys), out_index, result, t, nullptr);
+		return approx_typed(job, static_cast<const uint64_t *>(keys), n, intervals, limit,
+							static_cast<uint64_t *>(out_keys), out_index, result, t, nullptr);
+	}
+
+	/* the quantile mode: its map first, then the same pipeline over its
+	 * buckets */
+	const uint32_t buckets = gs_quantile_buckets(intervals);
+	const uint32_t sample_size = gs_quantile_sample_size(n, intervals);
+	const size_t map_at = ((2 * (size_t) sample_size + intervals - 1) * sizeof(uint64_t) + 255) &
+		~(size_t) 255;
+	ApproxTuning t = resolve_tuning(tuning, buckets);
+	unsigned char *scratch = nullptr;
+	gs_interval_map *map;
+	gpu_status	status;
+
+	if (intervals > GS_QUANTILE_MAX_INTERVALS)
+	{
+		set_message("the quantile mode takes at most %u intervals", GS_QUANTILE_MAX_INTERVALS);
+		return GPU_INVALID;
+	}
+	GS_TRY(job.allocate(reinterpret_cast<void **>(&scratch), approx_quantile_bytes(n, intervals),
+						"approximate sort: quantile sample"));
+	map = reinterpret_cast<gs_interval_map *>(scratch + map_at);
 	if (key_bytes == 4)
-		return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,
-							static_cast<uint32_t *>(out_keys), out_index, result, t);
-	return approx_typed(job, static_cast<const uint64_t *>(keys), n, intervals, limit,
-						static_cast<uint64_t *>(out_keys), out_index, result, t);
+	{
+		status = quantile_map_device(job, static_cast<const uint32_t *>(keys), n, intervals,
+									 quantile->seed, sample_size,
+									 reinterpret_cast<uint64_t *>(scratch), map);
+		if (status == GPU_OK)
+			status = approx_typed(job, static_cast<const uint32_t *>(keys), n, buckets, limit,
+								  static_cast<uint32_t *>(out_keys), out_index, result, t, map);
+	}
+	else
+	{
+		status = quantile_map_device(job, static_cast<const uint64_t *>(keys), n, intervals,
+									 quantile->seed, sample_size,
+									 reinterpret_cast<uint64_t *>(scratch), map);
+		if (status == GPU_OK)
+			status = approx_typed(job, static_cast<const uint64_t *>(keys), n, buckets, limit,
+								  static_cast<uint64_t *>(out_keys), out_index, result, t, map);
+	}
+	/* freed in stream order: the kernels that read the splitters run first */
+	job.release(scratch);
+	return status;
+}
+
+size_t
+approx_quantile_bytes(size_t n, uint32_t intervals)
+{
+	size_t		sample_size = gs_quantile_sample_size(n, intervals);
+
+	return (((2 * sample_size + intervals - 1) * sizeof(uint64_t) + 255) & ~(size_t) 255) +
+		sizeof(gs_interval_map);
 }
 
 }								/* namespace gs_gpu */
@@ -1191,6 +1347,8 @@ approx_sort_entry(gpu_approx_job *request, gpu_timing *timing)
 	request->host_data_touched = false;
 	request->valid_outputs = 0;
 	request->min_key = request->max_key = 0;
+	request->sample_size = 0;
+	request->largest_interval = 0;
 	if ((kb != 4 && kb != 8) || request->intervals < 1 || n >= UINT32_MAX ||
 		(n > 0 && request->keys == nullptr))
 	{
@@ -1202,12 +1360,22 @@ approx_sort_entry(gpu_approx_job *request, gpu_timing *timing)
 		return GPU_OK;
 
 	Job			job(request->memory_limit, request->poll, request->poll_arg);
+	const bool	quantile = request->quantile;
+	const ApproxQuantile quantile_request = {request->seed};
+	const uint32_t buckets = quantile ? gs_quantile_buckets(request->intervals) : request->intervals;
 
+	if (quantile && request->intervals > GS_QUANTILE_MAX_INTERVALS)
+	{
+		set_message("gpu_approx_sort: the quantile mode takes at most %u intervals, not %u",
+					GS_QUANTILE_MAX_INTERVALS, request->intervals);
+		return GPU_INVALID;
+	}
 	status = job.begin();
 	if (status == GPU_OK)
 		status = job.check_budget(2 * n * kb + (request->row_index ? n * 4 : 0) +
 								  sizeof(ApproxResult) +
-								  approx_temp_bytes(n, kb, request->intervals, nullptr),
+								  approx_temp_bytes(n, kb, buckets, nullptr) +
+								  (quantile ? approx_quantile_bytes(n, request->intervals) : 0),
 								  "the approximate sort");
 	if (status == GPU_OK)
 		status = job.allocate(&keys, n * kb, "keys");
@@ -1226,7 +1394,8 @@ approx_sort_entry(gpu_approx_job *request, gpu_timing *timing)
 		status = job.mark(MARK_UPLOADED);
 	if (status == GPU_OK)
 		status = approx_sort_device(job, keys, kb, n, request->intervals, request->limit,
-									out_keys, out_index, result, nullptr);
+									out_keys, out_index, result, nullptr,
+									quantile ? &quantile_request : nullptr);
 	if (status == GPU_OK)
 		status = job.mark(MARK_SORTED);
 	/* wait (polling) before any blocking copy into pageable memory */
@@ -1260,6 +1429,11 @@ approx_sort_entry(gpu_approx_job *request, gpu_timing *timing)
 			request->valid_outputs = valid;
 			request->min_key = host_result.min_key;
 			request->max_key = host_result.max_key;
+			if (quantile)
+			{
+				request->sample_size = gs_quantile_sample_size(n, request->intervals);
+				request->largest_interval = host_result.largest;
+			}
 		}
 	}
 	job.report_timing(timing);

@@ -176,7 +176,19 @@ struct ApproxResult
 	uint64_t	cut;			/* last interval written */
 	gs_interval_map map;		/* made once from min and max, read by every
 								 * block of the counting and scattering */
+	uint32_t	largest;		/* quantile mode: the fullest bucket's count */
 };
+
+/* The quantile mode (interval_map.h): `intervals` splitter intervals make
+ * 2 * intervals - 1 buckets, the sample drawn with this seed. */
+struct ApproxQuantile
+{
+	uint64_t	seed;
+};
+
+/* Device memory the quantile mode adds: the sample twice (CUB sorts it
+ * from one copy into the other), the splitters and their map. */
+size_t		approx_quantile_bytes(size_t n, uint32_t intervals);
 
 enum ApproxScatter
 {
@@ -213,11 +225,15 @@ size_t		approx_temp_bytes(size_t n, unsigned key_bytes, uint32_t intervals,
  * to out_keys in interval order; `result` (device memory) receives min,
  * max, the interval map, cut and the number of outputs written. The keys
  * must be 16-byte aligned (device allocations are) and fewer than 2^32.
+ * With `quantile` (else NULL), the intervals are the quantile mode's
+ * buckets, cut and the map count in buckets, and result->largest is set
+ * (the map's splitters are gone when this returns).
  */
 gpu_status	approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n,
 							   uint32_t intervals, size_t limit, void *out_keys,
 							   uint32_t *out_index, ApproxResult *result,
-							   const ApproxTuning *tuning);
+							   const ApproxTuning *tuning,
+							   const ApproxQuantile *quantile = nullptr);
 
 }								/* namespace gs_gpu */
 

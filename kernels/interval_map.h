@@ -13,6 +13,7 @@
 #ifndef GPUSORT_INTERVAL_MAP_H
 #define GPUSORT_INTERVAL_MAP_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,7 +32,15 @@ typedef struct gs_interval_map
 	bool		range32;		/* range < 2^32: the estimate and its check fit
 								 * in 64 bits (all 32-bit keys) */
 	uint64_t	scale;			/* floor(2^64 * intervals / (range + 1)) */
+	/* quantile mode (below): the sorted splitters; `intervals` is then the
+	 * number of buckets, 2 * count + 1 */
+	bool		quantile;
+	const uint64_t *splitters;
+	uint32_t	splitter_count;
 } gs_interval_map;
+
+INTERVAL_MAP_FN uint32_t gs_quantile_bucket(const uint64_t *splitters, uint32_t count,
+											uint64_t key);
 
 INTERVAL_MAP_FN gs_interval_map
 gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
@@ -44,6 +53,9 @@ gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
 	map.narrow = intervals > map.range;
 	map.range32 = map.range <= 0xffffffffu;
 	map.scale = 0;
+	map.quantile = false;
+	map.splitters = 0;
+	map.splitter_count = 0;
 	if (!map.narrow && map.range32)
 	{
 		/*
@@ -95,6 +107,8 @@ gs_approx_interval(const gs_interval_map *map, uint64_t key)
 	uint64_t	estimate;
 	unsigned __int128 divisor;
 
+	if (map->quantile)
+		return gs_quantile_bucket(map->splitters, map->splitter_count, key);
 	if (map->narrow)
 		return (uint32_t) ((offset * map->intervals) / (map->range + 1));
 	if (map->range32)
@@ -112,6 +126,165 @@ INTERVAL_MAP_FN double
 gs_interval_width(const gs_interval_map *map)
 {
 	return ((double) map->range + 1.0) / (double) map->intervals;
+}
+
+/* ------------------------------------------------------------------------
+ * Quantile intervals (gpusort.approximate_mode = quantile)
+ *
+ * Equal-width intervals hold few rows each only where the keys are spread
+ * evenly; on skewed keys most rows fall into a few of them. The quantile
+ * mode cuts where the keys themselves are: a sample of s keys is drawn
+ * (positions from a seeded hash, so the CPU engine and the GPU draw the
+ * same sample and compute the same intervals, bit for bit), sorted, and
+ * the m - 1 keys at sample positions floor(j * s / m), j = 1 .. m - 1, are
+ * the splitters t_1 <= ... <= t_(m-1). A key goes to bucket
+ *     2 i + (t_(i+1) == key),  i = #{ j : t_j < key },
+ * so there are 2m - 1 buckets: the even ones hold the keys strictly
+ * between two splitters, the odd ones the keys equal to a splitter (a key
+ * that fills many sample places, as Zipf's head does, gets a bucket of its
+ * own, where its rows are all tied). Buckets come out in order.
+ *
+ * The guarantee, in ranks. Rows in earlier buckets have smaller keys, rows
+ * in later ones larger keys, so a row's output position lies in its
+ * bucket's slice and so does its exact rank (any position its key's ties
+ * could take): the distance from the exact rank is below the bucket's row
+ * count, and 0 in an equality bucket. An even bucket holds the rows of an
+ * open key range with at most g = ceil(s / m) sample keys in it (they lie
+ * between two splitter positions). Its rows are consecutive in sorted
+ * order, so if it held L rows, some window of L consecutive rows of the
+ * sorted input (n - L + 1 of them, fixed by the data, not the sample)
+ * would have caught at most g of the s draws, each falling in it with
+ * probability L / n. With mu = s L / n and a = ln(n / eps), Chernoff's
+ * bound P(X <= (1 - delta) mu) <= exp(-delta^2 mu / 2) with
+ * (1 - delta) mu = g gives probability <= eps / n per window when
+ *     mu = ((sqrt(2a) + sqrt(2a + 4g)) / 2)^2,
+ * and eps over all windows. So, with probability >= 1 - eps over the
+ * seed, every row's output position is within
+ *     D(n, m, s) = ceil(mu * n / s) - 1     (at most n - 1)
+ * of its exact rank; about (1 + sqrt(2a / g))^2 * n / m. With a limit k,
+ * the rows returned include every row of exact rank below k - D.
+ * ------------------------------------------------------------------------ */
+
+/* Draws per interval, and the cap on the sample (host memory and the time
+ * to sort it: the sample should cost little beside the n keys). */
+#define GS_QUANTILE_OVERSAMPLE 256
+#define GS_QUANTILE_MAX_SAMPLE (UINT32_C(1) << 24)
+/* The probability that the rank bound fails, over the sample's seed. */
+#define GS_QUANTILE_FAILURE 1e-6
+/* The most intervals the quantile mode takes: 2m - 1 buckets stay within
+ * the equal widths' 2^26. */
+#define GS_QUANTILE_MAX_INTERVALS (UINT32_C(1) << 25)
+/* The seed when the caller gives none. */
+#define GS_QUANTILE_DEFAULT_SEED UINT64_C(0x5eed0f9e05e7)
+
+/* The sample size for n keys cut into m intervals: GS_QUANTILE_OVERSAMPLE
+ * per interval, but at most n / 4 (beyond that the sample costs as much as
+ * the sort it avoids), at least m, and at most GS_QUANTILE_MAX_SAMPLE. */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_sample_size(uint64_t n, uint32_t intervals)
+{
+	uint64_t	size = (uint64_t) intervals * GS_QUANTILE_OVERSAMPLE;
+
+	if (size > n / 4)
+		size = n / 4;
+	if (size < intervals)
+		size = intervals;
+	if (size > GS_QUANTILE_MAX_SAMPLE)
+		size = GS_QUANTILE_MAX_SAMPLE;
+	if (size < 1)
+		size = 1;
+	return (uint32_t) size;
+}
+
+/* Position (< n) of sample draw number `draw`: splitmix64 of the seed and
+ * the draw; the modulo's bias is below n / 2^64. */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_sample_position(uint64_t seed, uint32_t draw, uint64_t n)
+{
+	uint64_t	z = seed + ((uint64_t) draw + 1) * UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	z ^= z >> 31;
+	return (uint32_t) (z % n);
+}
+
+/* Sample position of splitter j (1 .. m - 1) in the sorted sample. */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_splitter_position(uint32_t j, uint32_t sample_size, uint32_t intervals)
+{
+	return (uint32_t) (((uint64_t) j * sample_size) / intervals);
+}
+
+/* The number of buckets the quantile mode makes of m intervals. */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_buckets(uint32_t intervals)
+{
+	return 2 * intervals - 1;
+}
+
+/* The map of the quantile mode over `count` sorted splitters (m - 1 of
+ * them for m intervals); min_key and range are left 0. */
+INTERVAL_MAP_FN gs_interval_map
+gs_interval_map_quantile(const uint64_t *splitters, uint32_t count)
+{
+	gs_interval_map map;
+
+	map.min_key = 0;
+	map.range = 0;
+	map.intervals = 2 * count + 1;
+	map.narrow = false;
+	map.range32 = false;		/* never the width formula's fast path */
+	map.scale = 0;
+	map.quantile = true;
+	map.splitters = splitters;
+	map.splitter_count = count;
+	return map;
+}
+
+/* A key's bucket among the sorted splitters (see above). */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_bucket(const uint64_t *splitters, uint32_t count, uint64_t key)
+{
+	uint32_t	low = 0,
+				high = count;
+
+	while (low < high)
+	{
+		uint32_t	middle = low + (high - low) / 2;
+
+		if (splitters[middle] < key)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return 2 * low + (low < count && splitters[low] == key);
+}
+
+/*
+ * D(n, m, s): the distance from the exact rank that every row's position
+ * stays within, with probability >= 1 - GS_QUANTILE_FAILURE (derivation
+ * above). Host only (libm).
+ */
+static inline uint64_t
+gs_quantile_rank_bound(uint64_t n, uint32_t intervals, uint32_t sample_size)
+{
+	double		a,
+				g,
+				root,
+				mu,
+				rows;
+
+	if (n <= 1)
+		return 0;
+	a = log((double) n / GS_QUANTILE_FAILURE);
+	g = ceil((double) sample_size / (double) intervals);
+	root = (sqrt(2.0 * a) + sqrt(2.0 * a + 4.0 * g)) / 2.0;
+	mu = root * root;
+	rows = ceil(mu * (double) n / (double) sample_size);
+	if (rows - 1.0 >= (double) (n - 1))
+		return n - 1;
+	return (uint64_t) rows - 1;
 }
 
 #endif							/* GPUSORT_INTERVAL_MAP_H */

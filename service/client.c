@@ -651,6 +651,10 @@ typedef struct ClientJob
 	uint64		input_fingerprint;
 	uint64		min_key;		/* of the input: approximate sorts, min-max */
 	uint64		max_key;
+	/* quantile mode: room for the sample, and the splitters drawn from the
+	 * input as the service must have drawn them (interval_map.h) */
+	uint64	   *sample;
+	uint64	   *splitters;
 } ClientJob;
 
 static inline uint64
@@ -665,6 +669,36 @@ static bool
 job_cancelled(const ClientJob *job)
 {
 	return job->poll != NULL && job->poll(job->poll_arg);
+}
+
+/*
+ * The quantile mode's splitters, from the input, as the service draws them:
+ * the same positions, the sample sorted on the CPU. False if the CPU sort
+ * failed or was asked to stop (the result is then not trusted).
+ */
+static bool
+expect_splitters(ClientJob *job)
+{
+	const uint64 n = job->submit.n;
+	const uint32 intervals = job->submit.intervals;
+	const uint32 size = gs_quantile_sample_size(n, intervals);
+	gs_sort_request request;
+	gs_sort_report report;
+
+	for (uint32 draw = 0; draw < size; draw++)
+		job->sample[draw] = key_at(job->keys, job->submit.key_bytes,
+								   gs_quantile_sample_position(job->submit.seed, draw, n));
+	gs_sort_request_init(&request);
+	gs_sort_request_set_keys(&request, job->sample, size, 8, job->submit.key_bytes * 8, NULL);
+	request.algorithm = GS_ALGO_RADIX;
+	request.device = GS_DEVICE_CPU;
+	request.poll = job->poll;
+	request.poll_arg = job->poll_arg;
+	if (gs_sort(&request, &report) != GS_OK)
+		return false;
+	for (uint32 j = 1; j < intervals; j++)
+		job->splitters[j - 1] = job->sample[gs_quantile_splitter_position(j, size, intervals)];
+	return true;
 }
 
 /*
@@ -706,6 +740,8 @@ expect_result(ClientJob *job)
 	job->input_fingerprint = product;
 	job->min_key = low;
 	job->max_key = high;
+	if (job->splitters != NULL)
+		return expect_splitters(job);
 	return true;
 }
 
@@ -723,7 +759,8 @@ typedef enum
  *   - approximate sort: the input reordered, or with a limit the input's
  *     first intervals, whole and at least `limit` rows (fingerprint of the
  *     input's keys up to the last interval returned), in interval order
- *     under the input's own min and max.
+ *     under the input's own min and max (quantile mode: the buckets of
+ *     the splitters drawn from the input, expect_splitters()).
  * The keys of the input must still be in job->keys.
  */
 static result_check
@@ -742,7 +779,9 @@ check_result(ClientJob *job, const void *keys, const uint32 *rows, uint64 count)
 
 	if (partial ? count < job->submit.limit || count > n : count != n)
 		return RESULT_WRONG;
-	if (approx)
+	if (approx && job->submit.approx_mode == 1)
+		map = gs_interval_map_quantile(job->splitters, job->submit.intervals - 1);
+	else if (approx)
 		map = gs_interval_map_make(job->min_key, job->max_key, job->submit.intervals);
 	for (uint64 first = 0; first < count; first += CHECK_STRIDE)
 	{
@@ -1215,6 +1254,29 @@ service_approx_sort(gs_backend_approx_job *request, gs_backend_timing *timing)
 	job.submit.key_bits = request->key_bytes * 8;
 	job.submit.intervals = request->intervals;
 	job.submit.limit = request->limit;
+	if (request->mode == GS_APPROX_QUANTILE && request->n > 0)
+	{
+		uint32		size = gs_quantile_sample_size(request->n, request->intervals);
+
+		job.submit.approx_mode = 1;
+		job.submit.seed = request->seed;
+		/* before the service has anything: no room, no job */
+		job.sample = MemoryContextAllocExtended(CurrentMemoryContext,
+												(Size) size * sizeof(uint64),
+												MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		job.splitters = MemoryContextAllocExtended(CurrentMemoryContext,
+												   (Size) request->intervals * sizeof(uint64),
+												   MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (job.sample == NULL || job.splitters == NULL)
+		{
+			if (job.sample != NULL)
+				pfree(job.sample);
+			if (job.splitters != NULL)
+				pfree(job.splitters);
+			set_error("out of memory for the quantile sample of a GPU sort");
+			return GS_ERR_OUT_OF_MEMORY;
+		}
+	}
 	status = run_job(&job, &done, timing);
 	request->host_data_touched = job.copied_back && status != GS_OK;
 	if (status == GS_OK)
@@ -1223,7 +1285,14 @@ service_approx_sort(gs_backend_approx_job *request, gs_backend_timing *timing)
 		request->valid_outputs = request->n == 0 ? 0 : done.valid_outputs;
 		request->min_key = job.min_key;
 		request->max_key = job.max_key;
+		/* the service's word: shown by EXPLAIN, not relied upon */
+		request->sample_size = Min(done.sample_size, request->n);
+		request->largest_interval = Min(done.largest_interval, request->n);
 	}
+	if (job.sample != NULL)
+		pfree(job.sample);
+	if (job.splitters != NULL)
+		pfree(job.splitters);
 	return status;
 }
 
@@ -1254,6 +1323,7 @@ const gs_sort_backend gpu_service_backend = {
 	.probe = service_probe,
 	.sort = service_sort,
 	.approx_sort = service_approx_sort,
+	.approx_quantile = true,
 	.minmax = service_minmax,
 	/* backends have no page-locked memory of their own: the staging area is */
 	.host_alloc = NULL,

@@ -120,7 +120,7 @@
 
 /* Bumped whenever a message, a record or the status page changes; both
  * sides refuse another version. */
-#define GS_SERVICE_PROTOCOL 8
+#define GS_SERVICE_PROTOCOL 9
 #define GS_SERVICE_MAGIC 0x67707364u	/* "gpsd" */
 
 /* The most GPUs (gpusort-gpud processes) one server's service runs. */
@@ -285,6 +285,11 @@ typedef struct gs_message
 	uint32_t	algorithm;		/* gs_wire_algorithm */
 	uint32_t	with_index;
 	uint32_t	intervals;
+	uint32_t	approx_mode;	/* approximate sorts: 0 equal widths, 1 the
+								 * quantiles of a sample drawn with `seed`
+								 * (kernels/interval_map.h's, which both
+								 * sides compute alike) */
+	uint64_t	seed;
 	uint64_t	limit;
 	uint64_t	memory_limit;	/* the per-sort cap, bytes, 0 = none */
 	int64_t		wait_ms;		/* longest wait for admission (>= 0) */
@@ -325,6 +330,9 @@ typedef struct gs_message
 	uint64_t	valid_outputs;
 	uint64_t	min_key;
 	uint64_t	max_key;
+	uint64_t	sample_size;	/* approximate sorts, quantile mode: keys
+								 * sampled, and the fullest bucket's rows */
+	uint64_t	largest_interval;
 	gs_wire_timing timing;
 
 	/* ADMITTED, REFUSED, DONE */
@@ -479,7 +487,11 @@ gs_job_gpu_bytes(const gs_message *job)
 		case GS_JOB_MINMAX:
 			return n * sizeof(uint64_t) + GS_JOB_OVERHEAD_BYTES;
 		case GS_JOB_APPROX:
-			return 3 * n * kb + index + (uint64_t) job->intervals * 16 + GS_JOB_OVERHEAD_BYTES;
+			/* the quantile mode: 2m - 1 buckets, and its sample twice (at
+			 * most n / 4 keys of 8 bytes) with CUB's scratch */
+			return 3 * n * kb + index + (uint64_t) job->intervals * 16 +
+				(job->approx_mode != 0 ? (uint64_t) job->intervals * 16 + 5 * n : 0) +
+				GS_JOB_OVERHEAD_BYTES;
 		default:
 			if (job->algorithm == GS_WIRE_RADIX)
 				return 2 * n * kb + index + n * kb / 2 + GS_JOB_OVERHEAD_BYTES;

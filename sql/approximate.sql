@@ -214,6 +214,147 @@ CREATE TABLE top25 AS SELECT k FROM fixed ORDER BY k LIMIT 25;
 SELECT count(*) AS rows, bool_and(k < 30) AS from_the_first_three_intervals,
   count(DISTINCT k) = 25 AS distinct_input_rows FROM top25;
 
+-- The quantile mode: intervals at a sample's quantiles, so skewed keys
+-- spread over all of them, and every row's position is within D of its
+-- exact rank (README). D computed here from the README's formula, on its
+-- own: sample s = min(256 m, n / 4), at least m, at most 2^24;
+-- g = ceil(s / m); a = ln(n / 1e-6); mu = ((sqrt(2a) + sqrt(2a + 4g)) / 2)^2;
+-- D = ceil(mu n / s) - 1, at most n - 1.
+CREATE FUNCTION rank_bound(n bigint, m int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  s numeric := least(greatest(least(256::numeric * m, floor(n / 4.0)), m), 16777216);
+  g numeric := ceil(s / m);
+  a float8 := ln(n / 1e-6);
+  mu float8 := ((sqrt(2 * a) + sqrt(2 * a + 4 * g)) / 2) ^ 2;
+BEGIN
+  IF n <= 1 THEN RETURN 0; END IF;
+  RETURN least(ceil(mu * n / s) - 1, n - 1);
+END $$;
+-- Pareto-like integers (most rows tiny, a long tail), clustered floats,
+-- and a few NULLs
+CREATE TABLE skewed (id int, k int, f float8);
+INSERT INTO skewed SELECT i,
+  CASE WHEN i % 101 = 0 THEN NULL ELSE (1 / (random() ^ 2 + 1e-7))::int END,
+  CASE WHEN i % 103 = 0 THEN NULL ELSE (i % 4) * 1e9 + random() END
+FROM generate_series(1, 40000) i;
+ANALYZE skewed;
+-- check_ranks(col, intervals, descending, limit): the output (a table
+-- written by a client statement, as above) is the input's rows (all of
+-- them without a limit), NULLs where ORDER BY puts them, and every
+-- non-NULL row's position among the non-NULL outputs is within D of its
+-- exact rank (the nearest place its ties take); with a limit, it holds the
+-- exact top limit - D rows (and the rows kept need not be all).
+CREATE FUNCTION check_ranks(col text, intervals int, descending boolean, lim int) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint;
+  nulls bigint;
+  got bigint;
+  extra bigint;
+  missing bigint;
+  nulls_ok boolean;
+  worst bigint;
+  bound bigint;
+  sure bigint;
+  covered bigint;
+BEGIN
+  EXECUTE format('SELECT count(%1$s), count(*) - count(%1$s) FROM skewed', col) INTO n, nulls;
+  bound := rank_bound(n, intervals);
+  EXECUTE format('CREATE TEMP TABLE ranks_out AS SELECT row_number() OVER (ORDER BY ctid) AS pos, v FROM %I',
+                 output_table(col, descending, lim, 'skewed'));
+  EXECUTE format('DROP TABLE %I', output_table(col, descending, lim, 'skewed'));
+  SELECT count(*) INTO got FROM ranks_out;
+  EXECUTE format('SELECT count(*) FROM (SELECT v FROM ranks_out EXCEPT ALL SELECT %s FROM skewed) d', col)
+    INTO extra;
+  EXECUTE format('SELECT count(*) FROM (SELECT %s FROM skewed EXCEPT ALL SELECT v FROM ranks_out) d', col)
+    INTO missing;
+  SELECT coalesce(bool_and((v IS NULL) = CASE WHEN descending THEN pos <= c.k ELSE pos > got - c.k END), true)
+    INTO nulls_ok FROM ranks_out, (SELECT count(*) - count(v) AS k FROM ranks_out) c;
+  -- exact rank ranges (first .. last, 0-based) of each value among the
+  -- input's non-NULL values
+  EXECUTE format('CREATE TEMP TABLE exact_ranks AS SELECT v, '
+                 'sum(c) OVER (ORDER BY v %1$s) - c AS first, sum(c) OVER (ORDER BY v %1$s) - 1 AS last '
+                 'FROM (SELECT %2$s AS v, count(*) AS c FROM skewed WHERE %2$s IS NOT NULL GROUP BY 1) d',
+                 CASE WHEN descending THEN 'DESC' ELSE '' END, col);
+  SELECT coalesce(max(greatest(e.first - o.p, o.p - e.last, 0)), 0) INTO worst
+  FROM (SELECT row_number() OVER (ORDER BY pos) - 1 AS p, v FROM ranks_out WHERE v IS NOT NULL) o
+  JOIN exact_ranks e USING (v);
+  covered := NULL;
+  sure := NULL;
+  IF lim IS NOT NULL THEN
+    -- the exact top lim - D non-NULL values (after the NULLs first, DESC)
+    sure := greatest(lim - CASE WHEN descending THEN nulls ELSE 0 END - bound, 0);
+    EXECUTE format('SELECT count(*) FROM (SELECT %1$s FROM (SELECT %1$s FROM skewed WHERE %1$s IS NOT NULL '
+                   'ORDER BY %1$s %2$s LIMIT %3$s) t EXCEPT ALL SELECT v FROM ranks_out) d',
+                   col, CASE WHEN descending THEN 'DESC' ELSE '' END, sure) INTO covered;
+  END IF;
+  DROP TABLE exact_ranks;
+  DROP TABLE ranks_out;
+  RETURN format('%s, nulls %s, %s',
+                CASE WHEN extra > 0 THEN extra || ' rows not in the input'
+                     WHEN lim IS NULL AND missing > 0 THEN missing || ' input rows missing'
+                     WHEN lim IS NULL THEN 'a permutation'
+                     WHEN got < lim THEN 'only ' || got || ' rows'
+                     ELSE 'from the input' END,
+                CASE WHEN nulls_ok THEN 'placed' ELSE 'misplaced' END,
+                CASE WHEN lim IS NULL AND worst <= bound THEN 'rank error within the bound'
+                     WHEN lim IS NULL THEN 'rank error PAST the bound'
+                     WHEN covered = 0 THEN 'the exact top ' || sure || ' all returned'
+                     ELSE covered || ' of the exact top ' || sure || ' MISSING' END);
+END $$;
+SET gpusort.approximate_mode = quantile;
+SET gpusort.approximate_intervals = 100;
+EXPLAIN (COSTS OFF) SELECT * FROM skewed ORDER BY k;
+-- a float key is approximated too, in this mode only
+EXPLAIN (COSTS OFF) SELECT * FROM skewed ORDER BY f DESC LIMIT 10;
+SET gpusort.approximate_mode = width;
+EXPLAIN (COSTS OFF) SELECT * FROM skewed ORDER BY f DESC LIMIT 10;
+SET gpusort.approximate_mode = quantile;
+SELECT sort_into_table(col, descending, lim, 'skewed')
+FROM unnest(ARRAY['k', 'f']) col, unnest(ARRAY[false, true]) descending,
+     unnest(ARRAY[NULL, 1, 2000, 5000]) lim \gexec
+SELECT col, descending, lim, check_ranks(col, 100, descending, lim)
+FROM unnest(ARRAY['k', 'f']) col, unnest(ARRAY[false, true]) descending,
+     unnest(ARRAY[NULL, 1, 2000, 5000]) lim
+ORDER BY col, descending, lim NULLS FIRST;
+-- the equal widths on the same skewed key break that bound: the check can fail
+SET gpusort.approximate_mode = width;
+SELECT sort_into_table('k', false, NULL, 'skewed') \gexec
+SELECT check_ranks('k', 100, false, NULL) AS width_mode_on_skewed_keys;
+SET gpusort.approximate_mode = quantile;
+-- EXPLAIN ANALYZE: the sample, the fullest interval (about n / intervals
+-- rows: 2 * 100 - 1 buckets, the ties of the head value in one of their
+-- own) and D (of the non-NULL rows), as computed here
+SET gpusort.explain_details = off;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT * FROM skewed ORDER BY k \g (format=unaligned) |sed -E 's/(rows=[0-9]+)\.00 /\1 /'
+SELECT rank_bound(count(k), 100) AS rank_bound FROM skewed;
+RESET gpusort.explain_details;
+-- arrays: gpu_approx_sort(..., mode => 'quantile'), integers and floats
+CREATE TABLE array_ranks AS
+SELECT v, row_number() OVER () - 1 AS pos
+FROM unnest(gpu_approx_sort((SELECT array_agg(k ORDER BY id) FROM skewed WHERE k IS NOT NULL),
+                            50, mode => 'quantile')) v;
+SELECT count(*) AS elements,
+  NOT EXISTS (SELECT v FROM array_ranks EXCEPT ALL SELECT k FROM skewed WHERE k IS NOT NULL)
+  AND NOT EXISTS (SELECT k FROM skewed WHERE k IS NOT NULL EXCEPT ALL SELECT v FROM array_ranks) AS a_permutation,
+  max(greatest(e.first - a.pos, a.pos - e.last, 0)) <= rank_bound(count(*), 50) AS within_the_bound
+FROM array_ranks a JOIN (SELECT v, sum(c) OVER (ORDER BY v) - c AS first, sum(c) OVER (ORDER BY v) - 1 AS last
+                         FROM (SELECT k AS v, count(*) AS c FROM skewed WHERE k IS NOT NULL GROUP BY 1) d) e USING (v);
+-- (two intervals: NULLs first as DESC puts them, then the intervals in
+-- order, any order within one)
+SELECT gpu_approx_sort(ARRAY[2.5, -1, 'NaN', NULL, 0, '-Infinity']::float8[], 2, true, 'quantile') AS floats_desc;
+SELECT gpu_approx_sort(ARRAY[3, 1, 2]::int4[], 1, mode => 'width') AS one_interval;
+-- real too: every element back, each within the bound of its rank (D = n - 1
+-- for so few: the check is the permutation)
+SELECT array_agg(v ORDER BY v) = ARRAY[-2.5, 0, 0.25, 1, 7]::real[] AS reals_back
+FROM unnest(gpu_approx_sort(ARRAY[1, 0.25, -2.5, 7, 0]::real[], 2, mode => 'quantile')) v;
+-- the equal widths keep to integers; a mode that is neither is an error
+SELECT gpu_approx_sort(ARRAY[2.5, 1]::float8[], 2, mode => 'width');
+SELECT gpu_approx_sort(ARRAY[1, 2], 10, mode => 'median');
+SELECT gpu_approx_sort(ARRAY[1, 2], 40000000, mode => 'quantile');
+SELECT gpu_approx_sort(ARRAY[1, 2], 40000000) AS width_takes_more_intervals;
+RESET gpusort.approximate_mode;
+
 -- and turning it off restores the exact order
 RESET gpusort.approximate_intervals;
 CREATE TABLE smooth AS SELECT gauss FROM scores ORDER BY gauss;

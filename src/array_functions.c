@@ -3,7 +3,7 @@
  *   gpu_sort(anyarray, algorithm, descending)            -> sorted array
  *   gpu_argsort(anyarray, algorithm, descending)         -> int4[] positions
  *   gpu_sort_pairs(anyarray, anycompatiblearray, ...)    -> both, sorted by pair
- *   gpu_approx_sort(anyarray, intervals, descending)     -> interval order
+ *   gpu_approx_sort(anyarray, intervals, descending, mode) -> interval order
  *   gpu_minmax(anyarray)                                 -> (min, max)
  *
  * Each reads the array's elements straight from its data area into
@@ -266,8 +266,9 @@ typedef struct SortedValues
 } SortedValues;
 
 static void
-sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
-			bool descending, bool want_positions, SortedValues *sorted)
+sort_values_mode(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
+				 gs_approx_mode approx_mode, bool descending, bool want_positions,
+				 SortedValues *sorted)
 {
 	int			count = input->nitems - input->nnulls;
 	uint64_t	min_key = UINT64_MAX,
@@ -327,6 +328,7 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 							 sorted->positions);
 	request.algorithm = algorithm;
 	request.intervals = intervals;
+	request.approx_mode = approx_mode;
 	status = gs_sort(&request, &sorted->report);
 	gpusort_check_status(status, &sorted->report);
 
@@ -337,6 +339,14 @@ sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
 			maybe_check_for_interrupts(v);
 			sorted->positions[v] = value_positions[sorted->positions[v]];
 		}
+}
+
+static void
+sort_values(const ArrayInput *input, gs_algorithm algorithm, uint32_t intervals,
+			bool descending, bool want_positions, SortedValues *sorted)
+{
+	sort_values_mode(input, algorithm, intervals, GS_APPROX_WIDTH, descending,
+					 want_positions, sorted);
 }
 
 static uint64_t
@@ -558,17 +568,37 @@ gpusort_sql_approx_sort(PG_FUNCTION_ARGS)
 	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
 	int32		intervals = PG_GETARG_INT32(1);
 	bool		descending = PG_GETARG_BOOL(2);
+	gs_approx_mode mode = GS_APPROX_WIDTH;
+	int32		most = (int32) (1 << 26);
 	ArrayInput	input;
 	SortedValues sorted;
 
-	if (intervals < 1 || intervals > (int32) (1 << 26))
+	/* SQL 1.3 and older have no mode argument: the equal widths */
+	if (PG_NARGS() > 3)
+	{
+		char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+		if (!gs_approx_mode_parse(name, &mode))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown approximate sort mode \"%s\"", name),
+					 errhint("Use 'width' (equal-width intervals) or 'quantile' "
+							 "(intervals at a sample's quantiles).")));
+	}
+	if (mode == GS_APPROX_QUANTILE)
+		most = (int32) GS_QUANTILE_MAX_INTERVALS;
+	if (intervals < 1 || intervals > most)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("intervals must be between 1 and %d, not %d", 1 << 26, intervals)));
-	read_array(array, "gpu_approx_sort", true, &input);
+				 errmsg("intervals must be between 1 and %d, not %d", most, intervals),
+				 mode == GS_APPROX_QUANTILE ?
+				 errhint("The quantile mode makes 2 * intervals - 1 buckets.") : 0));
+	/* equal widths of float keys would be widths of their bit patterns */
+	read_array(array, "gpu_approx_sort", mode == GS_APPROX_WIDTH, &input);
 	if (input.nitems == 0)
 		PG_RETURN_ARRAYTYPE_P(array);
-	sort_values(&input, GS_ALGO_APPROX, (uint32_t) intervals, descending, false, &sorted);
+	sort_values_mode(&input, GS_ALGO_APPROX, (uint32_t) intervals, mode, descending, false,
+					 &sorted);
 	PG_RETURN_ARRAYTYPE_P(array_from_sorted_keys(&input, &sorted, descending));
 }
 

@@ -149,9 +149,14 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	 * or a subplan Citus runs before the outer query) feeds rows to a query
 	 * whose result the guarantee would have to be about (client_statement.c).
 	 */
+	state->approx_mode = (gs_approx_mode) gpusort_approximate_mode;
 	state->approximate = state->plan.approx_eligible && gpusort_approximate_intervals > 0 &&
-		gpusort_in_client_statement();
+		gpusort_in_client_statement() &&
+		/* equal widths of a float's encoding are not widths of its values */
+		(state->key_types[0]->integral || state->approx_mode == GS_APPROX_QUANTILE);
 	state->intervals = gpusort_approximate_intervals;
+	if (state->approx_mode == GS_APPROX_QUANTILE)
+		state->intervals = Min(state->intervals, (int) GS_QUANTILE_MAX_INTERVALS);
 	if (state->plan.bounded)
 	{
 		state->bound_exprs = (List *) expand_input_columns((Node *) cscan->custom_exprs,

@@ -5,7 +5,8 @@
  * the bound under LIMIT (a number once known, else the LIMIT's
  * expressions), and for the approximate sort its intervals (as the opt-in
  * stands when the node starts, which is what it will run). Under
- * ANALYZE: rows sorted, the interval width, whether the input outgrew
+ * ANALYZE: rows sorted, the interval width (quantile mode: the sample
+ * size, the fullest interval's rows and the rank bound), whether the input outgrew
  * work_mem and was sorted in runs on disk and merged (runs, disk used); and,
  * unless gpusort.explain_details is off (or, on PostgreSQL 18, the EXPLAIN
  * option GPUSORT_DETAILS says otherwise: compat.h), the machine-dependent
@@ -117,7 +118,17 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		ExplainPropertyInteger("Rows Read", NULL, stats->rows_read, es);
 	if (state->read_table)
 		ExplainPropertyInteger("Table Pages Read by GpuSort", NULL, state->table_pages_read, es);
-	if (stats->approximate)
+	if (stats->approximate && state->approx_mode == GS_APPROX_QUANTILE)
+	{
+		/* the sample drawn, the fullest bucket, and the rank distance the
+		 * rows stay within (interval_map.h), for the rows sorted */
+		ExplainPropertyInteger("Sample Size", NULL, (int64) stats->report.sample_size, es);
+		ExplainPropertyInteger("Largest Interval Rows", NULL,
+							   (int64) stats->report.largest_interval, es);
+		ExplainPropertyInteger("Rank Error Bound", NULL, (int64) stats->report.rank_bound, es);
+		ExplainPropertyInteger("Rows Materialized", NULL, (int64) stats->rows_out, es);
+	}
+	else if (stats->approximate)
 	{
 		ExplainPropertyFloat("Interval Width", NULL,
 							 gs_interval_width(&stats->report.interval_map), 1, es);
@@ -230,6 +241,7 @@ gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		ExplainPropertyText("Algorithm", "approximate (interval sort)", es);
 		ExplainPropertyInteger("Intervals", NULL, state->intervals, es);
+		ExplainPropertyText("Approximate Mode", gs_approx_mode_name(state->approx_mode), es);
 	}
 	else
 		ExplainPropertyText("Algorithm", gs_algorithm_name(state->plan.algorithm), es);

@@ -27,6 +27,7 @@ extern int	gpusort_gpu_min_elements;
 extern int	gpusort_gpu_memory_limit_mb;
 extern bool gpusort_spill_to_gpu;
 extern int	gpusort_approximate_intervals;
+extern int	gpusort_approximate_mode;	/* a gs_approx_mode */
 extern bool gpusort_explain_details;
 extern bool gpusort_parallel_merge;
 extern bool gpusort_read_table_pages;
@@ -96,9 +97,10 @@ typedef struct GpuSortPlanInfo
 	bool		nulls_first[GS_MAX_KEY_COLUMNS];
 	int			algorithm;		/* the exact algorithm (a gs_algorithm, not
 								 * approx) */
-	bool		approx_eligible;	/* the top-level query's one integer key:
-									 * the approximate opt-in applies when it
-									 * is on as the node starts */
+	bool		approx_eligible;	/* the top-level query's one key (an
+									 * integer, or a float for the quantile
+									 * mode): the approximate opt-in applies
+									 * when it is on as the node starts */
 	bool		bounded;		/* custom_exprs hold the LIMIT count and the
 								 * OFFSET, evaluated when the node first runs */
 } GpuSortPlanInfo;

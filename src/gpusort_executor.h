@@ -53,6 +53,7 @@ struct GpuSortState
 	bool		random_access;	/* rewind, backward or mark/restore needed */
 	bool		approximate;	/* the approximate opt-in was on at the start */
 	int			intervals;		/* ... with this many intervals */
+	gs_approx_mode approx_mode; /* ... cut so */
 	List	   *bound_exprs;	/* the LIMIT above and its OFFSET (or NULL),
 								 * when they bound this sort */
 	ExprState  *limit_count;	/* ... ready to evaluate */

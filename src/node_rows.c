@@ -26,6 +26,7 @@ gpusort_make_spec(GpuSortState *state, RowStoreSpec *spec)
 	spec->random_access = state->random_access;
 	spec->approximate = state->approximate;
 	spec->intervals = state->intervals;
+	spec->approx_mode = state->approx_mode;
 	spec->expected_rows = state->css.ss.ps.plan->plan_rows;
 }
 

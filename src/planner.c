@@ -18,8 +18,9 @@
  * more than its count (FETCH FIRST ... WITH TIES).
  *
  * The opt-in approximate sort (gpusort.approximate_intervals) applies only
- * to the top-level query's ORDER BY on one integer key, whose order goes
- * straight to the client. The plan only says whether the query could be
+ * to the top-level query's ORDER BY on one integer key (or float key, in
+ * gpusort.approximate_mode = quantile), whose order goes straight to the
+ * client. The plan only says whether the query could be
  * approximated; the executor decides from the setting as it is then, so a
  * cached plan never approximates a query that did not opt in.
  *
@@ -201,8 +202,18 @@ approximation_eligible(PlannerInfo *root, const GpuSortPlanInfo *info)
 		root->query_level == 1 &&
 		root->parse->commandType == CMD_SELECT &&
 		root->parse->rowMarks == NIL &&
-		info->nkeys == 1 &&
-		gpusort_find_type(info->key_type[0])->integral;
+		info->nkeys == 1;
+}
+
+/* Would the opt-in, as it is set now, approximate this sort? A float key
+ * only in quantile mode: equal widths of its encoding are not widths of
+ * its values (the executor decides the same from the settings then). */
+static bool
+approximation_wanted(const GpuSortPlanInfo *info)
+{
+	return info->approx_eligible && gpusort_approximate_intervals > 0 &&
+		(gpusort_find_type(info->key_type[0])->integral ||
+		 gpusort_approximate_mode == GS_APPROX_QUANTILE);
 }
 
 static bool
@@ -578,7 +589,7 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 	info.approx_eligible = !partial && child == NULL && approximation_eligible(root, &info);
 	/* the approximate opt-in applies at any size; a partition's sort
 	 * counts as part of the whole, whose size the caller checked */
-	*approximate = info.approx_eligible && gpusort_approximate_intervals > 0;
+	*approximate = approximation_wanted(&info);
 	if (!*approximate && child == NULL &&
 		input->rows * (partial ? Max(input->parallel_workers, 1) : 1) < gpusort_min_rows)
 		return NULL;

@@ -29,6 +29,7 @@ typedef struct RowStoreSpec
 	bool		random_access;	/* backward reads, rewind, mark/restore */
 	bool		approximate;	/* approximate order (in memory only) */
 	int			intervals;		/* ... with this many intervals */
+	gs_approx_mode approx_mode; /* ... cut so */
 	double		expected_rows;	/* the planner's estimate, to size arrays */
 	FileSet    *share_files;	/* a parallel share's runs go here ... */
 	int			share;			/* ... named with this share's number */

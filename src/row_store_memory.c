@@ -286,10 +286,16 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 	gpusort_request_init(&settings);
 	settings.algorithm = algorithm;
 	settings.intervals = (uint32_t) Max(store->spec.intervals, 1);
+	settings.approx_mode = store->spec.approx_mode;
 	settings.limit = limit;
-	/* intervals over the whole input's range, also when a bounded sort kept
-	 * only some of its rows */
-	if (algorithm == GS_ALGO_APPROX && store->approx_range.has_value)
+	/*
+	 * Equal widths over the whole input's range, also when a bounded sort
+	 * kept only some of its rows. The quantiles are those of the rows kept:
+	 * they include every row among the exact first `bound`, whose ranks
+	 * among the rows kept are their ranks in the whole input.
+	 */
+	if (algorithm == GS_ALGO_APPROX && store->approx_range.has_value &&
+		store->spec.approx_mode == GS_APPROX_WIDTH)
 	{
 		settings.approx_range_given = true;
 		settings.approx_min_key = store->approx_range.min_key;

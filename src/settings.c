@@ -18,6 +18,7 @@ int			gpusort_gpu_min_elements = 16384;
 int			gpusort_gpu_memory_limit_mb = 0;
 bool		gpusort_spill_to_gpu = true;
 int			gpusort_approximate_intervals = 0;
+int			gpusort_approximate_mode = GS_APPROX_WIDTH;
 bool		gpusort_explain_details = true;
 bool		gpusort_parallel_merge = true;
 bool		gpusort_read_table_pages = true;
@@ -34,6 +35,12 @@ static const struct config_enum_entry algorithm_options[] = {
 	{"bitonic", GS_ALGO_BITONIC, false},
 	{"butterfly", GS_ALGO_BUTTERFLY, false},
 	{"radix", GS_ALGO_RADIX, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry approximate_mode_options[] = {
+	{"width", GS_APPROX_WIDTH, false},
+	{"quantile", GS_APPROX_QUANTILE, false},
 	{NULL, 0, false}
 };
 
@@ -117,11 +124,22 @@ gpusort_define_settings(void)
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpusort.approximate_intervals",
-							"Opt-in approximate ORDER BY: number of equal-width intervals, 0 = off.",
-							"When set, a top-level ORDER BY on one integer key returns rows in "
-							"interval order (exact between intervals, any order within one).",
+							"Opt-in approximate ORDER BY: number of intervals, 0 = off.",
+							"When set, a top-level ORDER BY on one integer key (or, in quantile "
+							"mode, a float key too) returns rows in interval order (exact between "
+							"intervals, any order within one).",
 							&gpusort_approximate_intervals, 0, 0, (int) (1 << 26),
 							PGC_USERSET, 0, NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpusort.approximate_mode",
+							 "How the approximate ORDER BY cuts the key into intervals: width or quantile.",
+							 "width: equal-width intervals of the key's range (out-of-order rows "
+							 "differ by less than one width). quantile: intervals at the quantiles "
+							 "of a sample, about n / intervals rows each however skewed the key "
+							 "(every row within a stated distance of its exact rank); at most "
+							 "2^25 intervals, more are taken as 2^25.",
+							 &gpusort_approximate_mode, GS_APPROX_WIDTH, approximate_mode_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpusort.parallel_merge",
 							 "Lets parallel workers help merge a parallel GpuSort's shares, a key range each.",

@@ -116,7 +116,8 @@ valid_job(const gs_message *job)
 	if ((job->key_bytes != 4 && job->key_bytes != 8) || job->key_bits > job->key_bytes * 8)
 		return false;
 	if (job->kind == GS_JOB_APPROX)
-		return job->intervals >= 1;
+		return job->intervals >= 1 && job->approx_mode <= 1 &&
+			(job->approx_mode == 0 || job->intervals <= GS_QUANTILE_MAX_INTERVALS);
 	return job->algorithm <= GS_WIRE_RADIX;
 }
 

@@ -99,6 +99,8 @@ run_on_gpu(gs_message *job, char *area, int *client_fd, gs_message *done, gpu_ti
 		approx.keys = area;
 		approx.row_index = row_index;
 		approx.intervals = job->intervals;
+		approx.quantile = job->approx_mode == 1;
+		approx.seed = job->seed;
 		approx.limit = job->limit;
 		approx.memory_limit = job->memory_limit;
 		approx.poll = client_cancelled;
@@ -107,6 +109,8 @@ run_on_gpu(gs_message *job, char *area, int *client_fd, gs_message *done, gpu_ti
 		done->valid_outputs = approx.valid_outputs;
 		done->min_key = approx.min_key;
 		done->max_key = approx.max_key;
+		done->sample_size = approx.sample_size;
+		done->largest_interval = approx.largest_interval;
 		return status;
 	}
 

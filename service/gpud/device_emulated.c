@@ -129,6 +129,8 @@ emulated_run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
 	{
 		request.algorithm = GS_ALGO_APPROX;
 		request.intervals = job->intervals;
+		request.approx_mode = job->approx_mode == 1 ? GS_APPROX_QUANTILE : GS_APPROX_WIDTH;
+		request.approx_seed = job->seed;
 		request.limit = job->limit;
 	}
 	else
@@ -141,6 +143,8 @@ emulated_run_job(gs_message *job, char *area, int *client_fd, gs_message *done)
 		done->valid_outputs = report.valid_outputs;
 		done->min_key = report.interval_map.min_key;
 		done->max_key = report.interval_map.min_key + report.interval_map.range;
+		done->sample_size = report.sample_size;
+		done->largest_interval = report.largest_interval;
 	}
 	done->timing.sort_ms = (float) emulation.delay_ms;
 	return gpu_status_of(status);

@@ -393,6 +393,325 @@ test_approx_sort(void)
 				}
 }
 
+/* ---- the quantile mode's rank guarantee ---- */
+
+typedef enum skew
+{
+	SKEW_UNIFORM,
+	SKEW_ZIPF_11,				/* Zipf, s = 1.1, over 10^6 values */
+	SKEW_ZIPF_15,				/* Zipf, s = 1.5 */
+	SKEW_CLUSTERED,				/* a few tight clusters far apart */
+	SKEW_SORTED_NOISE,			/* ascending, 1% of keys random */
+	SKEW_ALL_EQUAL,
+	SKEW_FEW_DISTINCT,
+	SKEW_COUNT
+} skew;
+
+static const char *const skew_names[SKEW_COUNT] = {
+	"uniform", "zipf-1.1", "zipf-1.5", "clustered", "sorted-noise", "all-equal", "few-distinct"
+};
+
+static double
+uniform01(void)
+{
+	return (double) (next_random() >> 11) / 9007199254740992.0;
+}
+
+/* A Zipf value 1 .. max of exponent s, by inverting the continuous
+ * distribution's CDF (close enough for a skewed test input). */
+static uint64_t
+zipf_value(double s, double max)
+{
+	double		u = uniform01();
+	double		one_minus = 1.0 - s;
+	double		top = pow(max + 1.0, one_minus) - 1.0;
+
+	return (uint64_t) floor(pow(1.0 + u * top, 1.0 / one_minus));
+}
+
+/* int8 values of the distribution, encoded as the SQL layer encodes them. */
+static void
+fill_skewed(uint64_t *keys, size_t n, skew kind)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		int64_t		value = 0;
+
+		switch (kind)
+		{
+			case SKEW_UNIFORM:
+				value = (int64_t) (next_random() >> 1);
+				break;
+			case SKEW_ZIPF_11:
+				value = (int64_t) zipf_value(1.1, 1e6);
+				break;
+			case SKEW_ZIPF_15:
+				value = (int64_t) zipf_value(1.5, 1e6);
+				break;
+			case SKEW_CLUSTERED:
+				value = (int64_t) (next_random() % 5) * ((int64_t) 1 << 50) +
+					(int64_t) (next_random() % 1000);
+				break;
+			case SKEW_SORTED_NOISE:
+				value = next_random() % 100 == 0 ? (int64_t) (next_random() % (n + 1)) : (int64_t) i;
+				break;
+			case SKEW_ALL_EQUAL:
+				value = 42;
+				break;
+			case SKEW_FEW_DISTINCT:
+				value = (int64_t) (next_random() % 3) - 1;
+				break;
+			case SKEW_COUNT:
+				break;
+		}
+		keys[i] = gs_encode_int64(value);
+	}
+}
+
+static int
+compare_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The largest distance between an output position and the exact rank of
+ * its key: the nearest position its key's ties occupy in sorted order
+ * (`sorted`, the input sorted). Rows past `count` are not looked at.
+ */
+static uint64_t
+max_rank_error(const uint64_t *sorted, size_t n, const uint64_t *out, size_t count)
+{
+	uint64_t	worst = 0;
+
+	for (size_t p = 0; p < count; p++)
+	{
+		size_t		low = 0,
+					high = n;
+		size_t		first,
+					last;
+
+		while (low < high)		/* first position of the key */
+		{
+			size_t		middle = low + (high - low) / 2;
+
+			if (sorted[middle] < out[p])
+				low = middle + 1;
+			else
+				high = middle;
+		}
+		first = low;
+		high = n;
+		while (low < high)		/* one past its last */
+		{
+			size_t		middle = low + (high - low) / 2;
+
+			if (sorted[middle] <= out[p])
+				low = middle + 1;
+			else
+				high = middle;
+		}
+		last = low - 1;
+		if (first > p && first - p > worst)
+			worst = first - p;
+		if (p > last && p - last > worst)
+			worst = p - last;
+	}
+	return worst;
+}
+
+/*
+ * The quantile mode's guarantee, checked on the output: every output's
+ * position within gs_quantile_rank_bound() of its exact rank, the output a
+ * permutation of the input (or with a limit the rows returned include all
+ * rows of exact rank below limit - bound), the index matching the keys;
+ * over skewed distributions, sizes below and above the interval count,
+ * both key widths and several seeds. The equal widths are measured beside
+ * on the Zipf keys: they break the same bound, so the check can fail. On
+ * the GPU (--gpu), the same checks, and the same buckets as the CPU's: the
+ * fullest bucket and a limit's cut agree.
+ */
+static void
+test_quantile_sort(gs_device device)
+{
+	static const size_t ns[] = {0, 1, 2, 5, 100, 1000, 30000, 200000};
+	static const uint32_t interval_counts[] = {1, 2, 7, 100, 1000, 4096};
+	static const uint64_t seeds[] = {0, 1, 0xdeadbeef};
+	int			width_violations = 0;
+
+	for (size_t s = 0; s < sizeof(ns) / sizeof(ns[0]); s++)
+		for (int kind = 0; kind < SKEW_COUNT; kind++)
+			for (size_t c = 0; c < sizeof(interval_counts) / sizeof(interval_counts[0]); c++)
+			{
+				size_t		n = ns[s];
+				uint64_t   *input = malloc(n * 8 + 8);
+				uint64_t   *sorted = malloc(n * 8 + 8);
+				uint64_t   *keys = malloc(n * 8 + 8);
+				uint32_t   *narrow = malloc(n * 4 + 4);
+				uint32_t   *index = malloc(n * 4 + 4);
+
+				fill_skewed(input, n, (skew) kind);
+				memcpy(sorted, input, n * 8);
+				qsort(sorted, n, 8, compare_u64);
+				for (size_t t = 0; t < sizeof(seeds) / sizeof(seeds[0]); t++)
+					for (int variant = 0; variant < 3; variant++)
+					{
+						/* 0: 64-bit keys; 1: 32-bit keys (the high words dropped,
+						 * as a narrow key layout does); 2: 64-bit with a limit */
+						bool		wide = variant != 1;
+						size_t		limit = variant == 2 ? n / 10 + 1 : 0;
+						gs_sort_request request;
+						gs_sort_report report;
+						gs_status	status;
+						uint64_t	bound,
+									error;
+						bool		rows_match = true;
+
+						if (!wide)
+							for (size_t i = 0; i < n; i++)
+								narrow[i] = (uint32_t) (input[i] >> 32);
+						memcpy(keys, input, n * 8);
+						gs_sort_request_init(&request);
+						gs_sort_request_set_keys(&request, wide ? (void *) keys : (void *) narrow,
+												 n, wide ? 8 : 4, wide ? 64 : 32, index);
+						request.algorithm = GS_ALGO_APPROX;
+						request.approx_mode = GS_APPROX_QUANTILE;
+						request.approx_seed = seeds[t];
+						request.device = device;
+						request.gpu_min_elements = 0;
+						request.intervals = interval_counts[c];
+						request.limit = limit;
+						status = gs_sort(&request, &report);
+						CHECK(status == GS_OK, "quantile n=%zu %s", n, skew_names[kind]);
+						if (status != GS_OK)
+							continue;
+						if (device == GS_DEVICE_GPU && n > 0)
+						{
+							/* the CPU's buckets, on a copy of the input */
+							gs_sort_request cpu_request = request;
+							gs_sort_report cpu_report;
+							void	   *copy = malloc(n * 8);
+							uint32_t   *copy_index = malloc(n * 4);
+
+							for (size_t i = 0; i < n; i++)
+							{
+								if (wide)
+									((uint64_t *) copy)[i] = input[i];
+								else
+									((uint32_t *) copy)[i] = (uint32_t) (input[i] >> 32);
+							}
+							cpu_request.device = GS_DEVICE_CPU;
+							cpu_request.keys = copy;
+							cpu_request.row_index = copy_index;
+							CHECK(gs_sort(&cpu_request, &cpu_report) == GS_OK &&
+								  cpu_report.largest_interval == report.largest_interval &&
+								  cpu_report.valid_outputs == report.valid_outputs &&
+								  report.ran_on == GS_DEVICE_GPU,
+								  "quantile n=%zu %s m=%u: the GPU's buckets (largest %zu, %zu "
+								  "outputs) differ from the CPU's (%zu, %zu)", n, skew_names[kind],
+								  request.intervals, report.largest_interval, report.valid_outputs,
+								  cpu_report.largest_interval, cpu_report.valid_outputs);
+							free(copy);
+							free(copy_index);
+						}
+						bound = gs_quantile_rank_bound(n, request.intervals,
+													   (uint32_t) report.sample_size);
+						CHECK(report.rank_bound == bound, "quantile: the report's bound %" PRIu64 ", not %" PRIu64, report.rank_bound, bound);
+						if (!wide)
+						{
+							/* the ranks among the 32-bit keys themselves */
+							uint64_t   *high_sorted = malloc(n * 8 + 8);
+
+							for (size_t i = 0; i < n; i++)
+							{
+								keys[i] = narrow[i];
+								high_sorted[i] = input[i] >> 32;
+								if (index[i] >= n || (uint32_t) (input[index[i]] >> 32) != narrow[i])
+									rows_match = false;
+							}
+							qsort(high_sorted, n, 8, compare_u64);
+							error = max_rank_error(high_sorted, n, keys, report.valid_outputs);
+							free(high_sorted);
+						}
+						else
+						{
+							for (size_t i = 0; i < report.valid_outputs; i++)
+								if (index[i] >= n || input[index[i]] != keys[i])
+									rows_match = false;
+							error = max_rank_error(sorted, n, keys, report.valid_outputs);
+						}
+						CHECK(error <= bound,
+							  "quantile n=%zu %s m=%u seed %" PRIu64 " %s: rank error %" PRIu64
+							  " over the bound %" PRIu64, n, skew_names[kind], request.intervals,
+							  seeds[t], wide ? "64-bit" : "32-bit", error, bound);
+						CHECK(rows_match, "quantile n=%zu %s: index does not match keys", n,
+							  skew_names[kind]);
+						CHECK(report.sample_size == (n == 0 || request.intervals < 2 ? 0 :
+													 gs_quantile_sample_size(n, request.intervals)),
+							  "quantile: sample size %zu", report.sample_size);
+						CHECK(report.largest_interval <= n && (n == 0 || report.largest_interval > 0),
+							  "quantile: largest interval %zu of %zu", report.largest_interval, n);
+						if (limit == 0)
+							CHECK(report.valid_outputs == n &&
+								  (wide ? gs_check_permutation(input, keys, 8, n) &&
+								   gs_check_row_permutation(input, keys, index, 8, n) : true),
+								  "quantile n=%zu %s: not a permutation", n, skew_names[kind]);
+						else
+						{
+							/* the exact top limit - bound are all among those returned:
+							 * the returned keys' multiset covers sorted[0 .. limit - bound) */
+							size_t		wanted = limit < n ? limit : n;
+							size_t		sure = wanted > bound ? wanted - bound : 0;
+							uint64_t   *returned = malloc(report.valid_outputs * 8 + 8);
+							size_t		covered = 0;
+
+							CHECK(report.valid_outputs >= (n < limit ? n : limit) &&
+								  report.valid_outputs <= n,
+								  "quantile limit: %zu outputs for %zu", report.valid_outputs, limit);
+							memcpy(returned, keys, report.valid_outputs * 8);
+							qsort(returned, report.valid_outputs, 8, compare_u64);
+							for (size_t i = 0; i < report.valid_outputs && covered < sure; i++)
+								if (returned[i] == sorted[covered])
+									covered++;
+							CHECK(covered == sure, "quantile limit %zu on %s: %zu of the exact top %zu",
+								  limit, skew_names[kind], covered, sure);
+							free(returned);
+						}
+						/* the equal widths on the same keys, for contrast */
+						if (wide && limit == 0 && t == 0 && n >= 30000 && request.intervals >= 100 &&
+							device == GS_DEVICE_CPU)
+						{
+							memcpy(keys, input, n * 8);
+							request.approx_mode = GS_APPROX_WIDTH;
+							request.keys = keys;
+							if (gs_sort(&request, &report) == GS_OK &&
+								max_rank_error(sorted, n, keys, n) > bound)
+								width_violations++;
+						}
+					}
+				free(input);
+				free(sorted);
+				free(keys);
+				free(narrow);
+				free(index);
+			}
+	if (device != GS_DEVICE_CPU)
+		return;
+	/* Zipf and the clusters pile most rows into a few equal-width intervals */
+	CHECK(width_violations > 0, "the equal widths never broke the quantile bound: the check "
+		  "cannot tell");
+
+	/* the bound itself: at least n / m, at most n - 1, falling with the sample */
+	CHECK(gs_quantile_rank_bound(1000000, 1000, 256000) >= 1000 &&
+		  gs_quantile_rank_bound(1000000, 1000, 256000) < gs_quantile_rank_bound(1000000, 1000, 16000),
+		  "quantile bound: %" PRIu64, gs_quantile_rank_bound(1000000, 1000, 256000));
+	CHECK(gs_quantile_rank_bound(10, 1000, 1000) <= 9 && gs_quantile_rank_bound(1, 1, 1) == 0,
+		  "quantile bound for tiny n");
+}
+
 /* Reference order of a row for the key layout tests: SQL semantics. */
 typedef struct test_row
 {
@@ -964,6 +1283,9 @@ main(int argc, char **argv)
 	test_narrow_keys();
 	test_interval_map();
 	test_approx_sort();
+	test_quantile_sort(GS_DEVICE_CPU);
+	if (gpu_too && info.usable)
+		test_quantile_sort(GS_DEVICE_GPU);
 	test_key_layout();
 	test_approx_rows();
 	test_float8_encoding();

@@ -29,11 +29,15 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'gpusort_sql_sort_pairs'
 LANGUAGE C IMMUTABLE STRICT PARALLEL RESTRICTED;
 
--- Approximate interval sort: [min, max] cut into `intervals` equal-width
--- intervals; ordered between intervals, any order within one. Any two
--- elements out of order differ by less than (max - min + 1) / intervals.
+-- Approximate interval sort, ordered between intervals, any order within
+-- one. mode 'width': [min, max] cut into `intervals` equal-width intervals;
+-- any two elements out of order differ by less than
+-- (max - min + 1) / intervals. mode 'quantile': intervals at the quantiles
+-- of a sample of the elements; every element's position is within a bound
+-- of its exact rank (README: "The approximate sort's guarantees").
 CREATE FUNCTION gpu_approx_sort(a anyarray, intervals integer DEFAULT 10000,
-                                descending boolean DEFAULT false)
+                                descending boolean DEFAULT false,
+                                mode text DEFAULT 'width')
 RETURNS anyarray
 AS 'MODULE_PATHNAME', 'gpusort_sql_approx_sort'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
