@@ -33,10 +33,13 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
-		TargetEntry *tle = list_nth_node(TargetEntry, cscan->custom_scan_tlist,
-										 state->plan.key_attno[k] - 1);
+		TargetEntry *tle;
 		StringInfoData key;
 
+		if (state->plan.key_part[k] > 0)
+			continue;			/* a later word of the key before */
+		tle = list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+							state->plan.key_attno[k] - 1);
 		initStringInfo(&key);
 		appendStringInfoString(&key, deparse_expression((Node *) tle->expr, context,
 														use_prefix, false));

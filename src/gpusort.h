@@ -39,15 +39,21 @@ extern void gpusort_check_status(gs_status status, const gs_sort_report *report)
 typedef struct GpuSortType
 {
 	Oid			type;
-	int16		typlen;			/* 2, 4 or 8: all are fixed-length, by value */
+	int16		typlen;			/* all are fixed-length */
+	bool		byval;
 	bool		integral;		/* an integer underneath: exact decode, and
 								 * equal-width intervals make sense */
-	uint64_t	(*encode) (Datum value);
-	Datum		(*decode) (uint64_t key);
+	bool		array_element;	/* the array functions take it (by value,
+								 * typlen 2, 4 or 8, with decode) */
+	int			nwords;			/* engine key columns one key takes (1 or 2) */
+	/* word `part` (0: the most significant) of the value's key */
+	uint64_t	(*encode) (Datum value, int part);
+	Datum		(*decode) (uint64_t key);	/* array elements only */
 } GpuSortType;
 
 extern const GpuSortType *gpusort_find_type(Oid type);
 extern const char *gpusort_type_names(bool integral_only);
+extern const char *gpusort_key_type_names(void);
 extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
 extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);
 
@@ -88,8 +94,14 @@ typedef struct GpuSortPlanInfo
 {
 	GpuSortRole role;
 	int			nkeys;
+	/*
+	 * Engine key columns: one per SQL sort key, or several for a key whose
+	 * type encodes into several words (GpuSortType.nwords), each with the
+	 * key's column, type and order and key_part saying which word it holds.
+	 */
 	AttrNumber	key_attno[GS_MAX_KEY_COLUMNS];	/* in the child's output */
 	Oid			key_type[GS_MAX_KEY_COLUMNS];
+	int			key_part[GS_MAX_KEY_COLUMNS];
 	Oid			sort_operator[GS_MAX_KEY_COLUMNS];
 	Oid			collation[GS_MAX_KEY_COLUMNS];
 	bool		descending[GS_MAX_KEY_COLUMNS];

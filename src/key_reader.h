@@ -14,6 +14,7 @@
 #include "gpusort.h"
 
 #include "access/htup_details.h"
+#include "access/tupmacs.h"
 #include "executor/tuptable.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
@@ -23,6 +24,7 @@ typedef struct KeyReader
 	int			nkeys;
 	AttrNumber	attno[GS_MAX_KEY_COLUMNS];
 	const GpuSortType *types[GS_MAX_KEY_COLUMNS];
+	int			part[GS_MAX_KEY_COLUMNS];	/* the word of its key it holds */
 	/* the descriptor the offsets below were worked out for */
 	TupleDesc	described;
 	bool		fixed;			/* every key at a fixed offset in tuples with
@@ -32,12 +34,13 @@ typedef struct KeyReader
 } KeyReader;
 
 extern void key_reader_init(KeyReader *reader, int nkeys, const AttrNumber *attno,
-							const GpuSortType *const *types);
+							const GpuSortType *const *types, const int *part);
 extern void key_reader_describe(KeyReader *reader, TupleDesc desc);
 
-/* One key's value at `data` (aligned, the type's length), encoded. */
+/* Word `part` of one key's value at `data` (aligned, the type's length),
+ * encoded. */
 static inline uint64_t
-key_reader_encode(const GpuSortType *type, const char *data)
+key_reader_encode(const GpuSortType *type, int part, const char *data)
 {
 	if (type->integral)
 	{
@@ -51,7 +54,7 @@ key_reader_encode(const GpuSortType *type, const char *data)
 				return gs_encode_int64(*(const int64 *) data);
 		}
 	}
-	return gpusort_read_key(type, data);
+	return type->encode(fetch_att(data, type->byval, type->typlen), part);
 }
 
 /*
@@ -95,7 +98,8 @@ key_reader_read_heap(KeyReader *reader, TupleDesc desc, HeapTuple tuple,
 	data = (const char *) tuple->t_data + tuple->t_data->t_hoff;
 	for (int k = 0; k < reader->nkeys; k++)
 	{
-		keys[k] = key_reader_encode(reader->types[k], data + reader->offset[k]);
+		keys[k] = key_reader_encode(reader->types[k], reader->part[k],
+									data + reader->offset[k]);
 		nulls[k] = false;
 	}
 	return true;
@@ -128,7 +132,7 @@ key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *n
 	{
 		Datum		value = slot_getattr(slot, reader->attno[k], &nulls[k]);
 
-		keys[k] = nulls[k] ? 0 : reader->types[k]->encode(value);
+		keys[k] = nulls[k] ? 0 : reader->types[k]->encode(value, reader->part[k]);
 	}
 }
 

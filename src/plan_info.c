@@ -23,6 +23,7 @@ gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
 	{
 		list = lappend(list, makeInteger(info->key_attno[k]));
 		list = lappend(list, makeInteger((int) info->key_type[k]));
+		list = lappend(list, makeInteger(info->key_part[k]));
 		list = lappend(list, makeInteger((int) info->sort_operator[k]));
 		list = lappend(list, makeInteger((int) info->collation[k]));
 		list = lappend(list, makeInteger(info->descending[k]));
@@ -47,6 +48,7 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 	{
 		info->key_attno[k] = (AttrNumber) NEXT_INT();
 		info->key_type[k] = (Oid) NEXT_INT();
+		info->key_part[k] = NEXT_INT();
 		info->sort_operator[k] = (Oid) NEXT_INT();
 		info->collation[k] = (Oid) NEXT_INT();
 		info->descending[k] = NEXT_INT() != 0;

@@ -87,7 +87,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->chunks_context = AllocSetContextCreate(context, "GpuSort merge chunks",
 												  ALLOCSET_SMALL_SIZES);
 	key_reader_init(&store->key_reader, spec->plan->nkeys, spec->plan->key_attno,
-					spec->key_types);
+					spec->key_types, spec->plan->key_part);
 	tuple_former_init(&store->former, context);
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;

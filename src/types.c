@@ -8,15 +8,28 @@
  * exactly. float4 and float8 map through the IEEE bits in PostgreSQL's
  * order (NaN above +Infinity, -0 equal to +0); sorts of floats therefore move
  * the original values by permutation instead of decoding keys.
+ *
+ * ORDER BY also takes other types whose default btree order fits exactly
+ * in at most 128 bits: bool, "char", oid, money, time, pg_lsn, macaddr,
+ * macaddr8 in one word; timetz, interval and uuid in two. A key of two
+ * words is two engine key columns (the planner expands it, GpuSortPlanInfo's
+ * key_part says which word a column holds), compared high word first: the
+ * engine, the merges and the bounds compare key columns in order anyway,
+ * so no part of the row store knows. No key of these types ties unless
+ * the comparator says its values are equal, so none needs resolving.
  */
 #include "gpusort.h"
 
 #include "catalog/pg_type_d.h"
+#include "utils/cash.h"
 #include "utils/date.h"
+#include "utils/inet.h"
+#include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 static uint64_t
-encode_int2(Datum value)
+encode_int2(Datum value, int part)
 {
 	return gs_encode_int64(DatumGetInt16(value));
 }
@@ -28,7 +41,7 @@ decode_int2(uint64_t key)
 }
 
 static uint64_t
-encode_int4(Datum value)
+encode_int4(Datum value, int part)
 {
 	return gs_encode_int64(DatumGetInt32(value));
 }
@@ -40,7 +53,7 @@ decode_int4(uint64_t key)
 }
 
 static uint64_t
-encode_int8(Datum value)
+encode_int8(Datum value, int part)
 {
 	return gs_encode_int64(DatumGetInt64(value));
 }
@@ -52,7 +65,7 @@ decode_int8(uint64_t key)
 }
 
 static uint64_t
-encode_float4(Datum value)
+encode_float4(Datum value, int part)
 {
 	return gs_encode_float8((double) DatumGetFloat4(value));
 }
@@ -64,7 +77,7 @@ decode_float4(uint64_t key)
 }
 
 static uint64_t
-encode_float8(Datum value)
+encode_float8(Datum value, int part)
 {
 	return gs_encode_float8(DatumGetFloat8(value));
 }
@@ -75,15 +88,125 @@ decode_float8(uint64_t key)
 	return Float8GetDatum(gs_decode_float8(key));
 }
 
+/* bool and "char": btcharcmp compares "char" as unsigned */
+static uint64_t
+encode_bool(Datum value, int part)
+{
+	return DatumGetBool(value) ? 1 : 0;
+}
+
+static uint64_t
+encode_char(Datum value, int part)
+{
+	return (uint8) DatumGetChar(value);
+}
+
+/* oid and pg_lsn: unsigned already */
+static uint64_t
+encode_oid(Datum value, int part)
+{
+	return DatumGetObjectId(value);
+}
+
+static uint64_t
+encode_uint64(Datum value, int part)
+{
+	return (uint64_t) DatumGetInt64(value);
+}
+
+/* `bytes` big-endian bytes from `data` as an unsigned number: memcmp order */
+static uint64_t
+big_endian(const uint8 *data, int bytes)
+{
+	uint64_t	word = 0;
+
+	for (int i = 0; i < bytes; i++)
+		word = (word << 8) | data[i];
+	return word;
+}
+
+/* uuid_cmp is memcmp of the 16 bytes: the high 8 bytes, then the low 8 */
+static uint64_t
+encode_uuid(Datum value, int part)
+{
+	const pg_uuid_t *uuid = DatumGetUUIDP(value);
+
+	return big_endian(uuid->data + 8 * part, 8);
+}
+
+/* macaddr_cmp_internal: the 6 bytes in order (hibits, then lobits) */
+static uint64_t
+encode_macaddr(Datum value, int part)
+{
+	return big_endian((const uint8 *) DatumGetMacaddrP(value), 6);
+}
+
+static uint64_t
+encode_macaddr8(Datum value, int part)
+{
+	return big_endian((const uint8 *) DatumGetMacaddr8P(value), 8);
+}
+
+/*
+ * timetz_cmp_internal: by the UTC time (time + zone seconds), then by the
+ * zone; both are small enough for int64 (the time is within a day, the
+ * zone within +-16 hours).
+ */
+static uint64_t
+encode_timetz(Datum value, int part)
+{
+	const TimeTzADT *time = DatumGetTimeTzADTP(value);
+
+	if (part == 0)
+		return gs_encode_int64(time->time + (int64) time->zone * USECS_PER_SEC);
+	return gs_encode_int64(time->zone);
+}
+
+/*
+ * interval_cmp_value: months as 30 days, days as 24 hours, all in
+ * microseconds, a 128-bit span (PostgreSQL 17's infinite intervals, every
+ * field at its extreme, land beyond every finite span as they compare).
+ * Its high 64 bits are signed, the low ones unsigned.
+ */
+static uint64_t
+encode_interval(Datum value, int part)
+{
+	const Interval *interval = DatumGetIntervalP(value);
+	__int128	span = (__int128) interval->time +
+		(__int128) ((int64) interval->month * 30 + interval->day) * USECS_PER_DAY;
+
+	if (part == 0)
+		return gs_encode_int64((int64) (span >> 64));
+	return (uint64_t) span;
+}
+
+/*
+ * type, typlen, byval, integral, array element, words, encode, decode.
+ * Only the first eight are array elements (array_functions.c reads them as
+ * 2-, 4- or 8-byte values and writes integral ones back from their keys);
+ * the others are ORDER BY keys only, and none of them is integral: the
+ * approximate opt-in stays one integer-like key.
+ */
 static const GpuSortType supported_types[] = {
-	{INT2OID, 2, true, encode_int2, decode_int2},
-	{INT4OID, 4, true, encode_int4, decode_int4},
-	{INT8OID, 8, true, encode_int8, decode_int8},
-	{DATEOID, 4, true, encode_int4, decode_int4},
-	{TIMESTAMPOID, 8, true, encode_int8, decode_int8},
-	{TIMESTAMPTZOID, 8, true, encode_int8, decode_int8},
-	{FLOAT4OID, 4, false, encode_float4, decode_float4},
-	{FLOAT8OID, 8, false, encode_float8, decode_float8},
+	{INT2OID, 2, true, true, true, 1, encode_int2, decode_int2},
+	{INT4OID, 4, true, true, true, 1, encode_int4, decode_int4},
+	{INT8OID, 8, true, true, true, 1, encode_int8, decode_int8},
+	{DATEOID, 4, true, true, true, 1, encode_int4, decode_int4},
+	{TIMESTAMPOID, 8, true, true, true, 1, encode_int8, decode_int8},
+	{TIMESTAMPTZOID, 8, true, true, true, 1, encode_int8, decode_int8},
+	{FLOAT4OID, 4, true, false, true, 1, encode_float4, decode_float4},
+	{FLOAT8OID, 8, true, false, true, 1, encode_float8, decode_float8},
+	{BOOLOID, 1, true, false, false, 1, encode_bool, NULL},
+	{CHAROID, 1, true, false, false, 1, encode_char, NULL},
+	{OIDOID, 4, true, false, false, 1, encode_oid, NULL},
+	{CASHOID, 8, true, false, false, 1, encode_int8, NULL},
+	{TIMEOID, 8, true, false, false, 1, encode_int8, NULL},
+	{PG_LSNOID, 8, true, false, false, 1, encode_uint64, NULL},
+	{MACADDROID, 6, false, false, false, 1, encode_macaddr, NULL},
+	{MACADDR8OID, 8, false, false, false, 1, encode_macaddr8, NULL},
+	{TIMETZOID, 12, false, false, false, 2, encode_timetz, NULL},
+	{INTERVALOID, 16, false, false, false, 2, encode_interval, NULL},
+	{UUIDOID, 16, false, false, false, 2, encode_uuid, NULL},
 };
 
 const GpuSortType *
@@ -104,6 +227,15 @@ gpusort_type_names(bool integral_only)
 	return "smallint, integer, bigint, date, timestamp, timestamptz, real, double precision";
 }
 
+/* For hints about ORDER BY keys. */
+const char *
+gpusort_key_type_names(void)
+{
+	return "smallint, integer, bigint, date, timestamp, timestamptz, real, "
+		"double precision, boolean, \"char\", oid, money, time, timetz, interval, "
+		"pg_lsn, macaddr, macaddr8, uuid";
+}
+
 /* Reads one array element (typlen bytes, aligned) as a key. */
 uint64_t
 gpusort_read_key(const GpuSortType *type, const char *element)
@@ -111,11 +243,11 @@ gpusort_read_key(const GpuSortType *type, const char *element)
 	switch (type->typlen)
 	{
 		case 2:
-			return type->encode(Int16GetDatum(*(const int16 *) element));
+			return type->encode(Int16GetDatum(*(const int16 *) element), 0);
 		case 4:
-			return type->encode(Int32GetDatum(*(const int32 *) element));
+			return type->encode(Int32GetDatum(*(const int32 *) element), 0);
 		default:
-			return type->encode(Int64GetDatum(*(const int64 *) element));
+			return type->encode(Int64GetDatum(*(const int64 *) element), 0);
 	}
 }
 
