@@ -39,13 +39,15 @@ extern void gpusort_check_status(gs_status status, const gs_sort_report *report)
 typedef struct GpuSortType
 {
 	Oid			type;
-	int16		typlen;			/* all are fixed-length */
+	int16		typlen;			/* -1: variable length (read through the slot) */
 	bool		byval;
 	bool		integral;		/* an integer underneath: exact decode, and
 								 * equal-width intervals make sense */
 	bool		array_element;	/* the array functions take it (by value,
 								 * typlen 2, 4 or 8, with decode) */
-	int			nwords;			/* engine key columns one key takes (1 or 2) */
+	int			nwords;			/* engine key columns one key takes */
+	bool		prefix_only;	/* its words may tie where its values do
+								 * not: the comparator resolves such ties */
 	/* word `part` (0: the most significant) of the value's key */
 	uint64_t	(*encode) (Datum value, int part);
 	Datum		(*decode) (uint64_t key);	/* array elements only */
@@ -53,7 +55,6 @@ typedef struct GpuSortType
 
 extern const GpuSortType *gpusort_find_type(Oid type);
 extern const char *gpusort_type_names(bool integral_only);
-extern const char *gpusort_key_type_names(void);
 extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
 extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);
 
@@ -131,6 +132,7 @@ gpusort_row_overhead(int nkeys)
 /* plan_info.c */
 extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);
 extern void gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info);
+extern bool gpusort_plan_has_prefix_keys(const GpuSortPlanInfo *plan);
 
 /* executor.c */
 extern CustomScanMethods gpusort_scan_methods;

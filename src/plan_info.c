@@ -91,3 +91,17 @@ gpusort_evaluate_bound(GpuSortState *state)
 		return 0;
 	return count + offset;
 }
+
+/* Does some key of the plan sort on a prefix that may tie (types.c)? */
+bool
+gpusort_plan_has_prefix_keys(const GpuSortPlanInfo *plan)
+{
+	for (int k = 0; k < plan->nkeys; k++)
+	{
+		const GpuSortType *type = gpusort_find_type(plan->key_type[k]);
+
+		if (type != NULL && type->prefix_only)
+			return true;
+	}
+	return false;
+}

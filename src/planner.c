@@ -159,8 +159,18 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		strategy = gpusort_pathkey_strategy(pathkey);
 		if (strategy == 0)
 			return false;
-		sort_operator = get_opfamily_member(pathkey->pk_opfamily, type, type, strategy);
+		/* the opclass's own type: varchar sorts with text's operators */
+		sort_operator = get_opfamily_member(pathkey->pk_opfamily, get_opclass_input_type(opclass),
+											get_opclass_input_type(opclass), strategy);
 		if (!OidIsValid(sort_operator))
+			return false;
+		/*
+		 * A string's prefix is its bytes: its order is the collation's
+		 * only where the collation orders by bytes (C, POSIX, ucs_basic,
+		 * C.UTF-8). Others (libc, ICU, nondeterministic) stay PostgreSQL's.
+		 */
+		if (key_type->prefix_only && type_is_collatable(type) &&
+			!gpusort_collation_is_bytewise(pathkey->pk_eclass->ec_collation))
 			return false;
 		/* one engine key column per word of the key, most significant first */
 		for (int part = 0; part < key_type->nwords; part++)

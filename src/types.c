@@ -17,10 +17,16 @@
  * engine, the merges and the bounds compare key columns in order anyway,
  * so no part of the row store knows. No key of these types ties unless
  * the comparator says its values are equal, so none needs resolving.
+ *
+ * Strings (text, varchar, bpchar, name, bytea) under a collation that
+ * orders by bytes become a prefix of a few words (prefix_word()); rows
+ * whose prefixes tie where a prefix does not determine its value are put
+ * in order by PostgreSQL's own comparator afterwards (tie_resolver.c).
  */
 #include "gpusort.h"
 
 #include "catalog/pg_type_d.h"
+#include "utils/builtins.h"
 #include "utils/cash.h"
 #include "utils/date.h"
 #include "utils/inet.h"
@@ -181,32 +187,123 @@ encode_interval(Datum value, int part)
 }
 
 /*
- * type, typlen, byval, integral, array element, words, encode, decode.
+ * Strings: a prefix of PREFIX_WORDS words, compared as unsigned words in
+ * order, whose bytes are the value's first PREFIX_BYTES bytes (zero after
+ * its end) and whose last byte says whether the value may go on beyond
+ * them (1) or is all there (0). Under a collation that orders by bytes
+ * (the planner allows no other), a value that is all there and holds no
+ * zero byte (text never does; bytea may) is determined by its prefix:
+ * equal prefixes of two such values are equal values. A value that is
+ * all there sorts before one that goes on with the same bytes, as it
+ * should: it is a prefix of that one, and shorter. Equal prefixes that
+ * go on are ties for the comparator (tie_resolver.c).
+ */
+#define PREFIX_WORDS 2
+#define PREFIX_BYTES (PREFIX_WORDS * 8 - 1)
+
+static uint64_t
+prefix_word(const uint8 *bytes, size_t length, bool may_hold_zero, int part)
+{
+	uint64_t	word = 0;
+
+	for (int i = 0; i < 8; i++)
+	{
+		size_t		at = (size_t) part * 8 + i;
+		uint8		byte;
+
+		if (at == PREFIX_BYTES)
+			byte = length > PREFIX_BYTES ||
+				(may_hold_zero && memchr(bytes, 0, length) != NULL) ? 1 : 0;
+		else
+			byte = at < length ? bytes[at] : 0;
+		word = (word << 8) | byte;
+	}
+	return word;
+}
+
+/* text and varchar: the bytes of the string */
+static uint64_t
+encode_text(Datum value, int part)
+{
+	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
+	uint64_t	word = prefix_word((const uint8 *) VARDATA_ANY(text),
+								   VARSIZE_ANY_EXHDR(text), false, part);
+
+	if ((Pointer) text != DatumGetPointer(value))
+		pfree(text);
+	return word;
+}
+
+/* bpchar: bpcharcmp ignores trailing spaces */
+static uint64_t
+encode_bpchar(Datum value, int part)
+{
+	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
+	uint64_t	word = prefix_word((const uint8 *) VARDATA_ANY(text),
+								   bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)),
+								   false, part);
+
+	if ((Pointer) text != DatumGetPointer(value))
+		pfree(text);
+	return word;
+}
+
+/* name: NAMEDATALEN bytes, the name up to its first zero */
+static uint64_t
+encode_name(Datum value, int part)
+{
+	const char *name = NameStr(*DatumGetName(value));
+
+	return prefix_word((const uint8 *) name, strnlen(name, NAMEDATALEN), false, part);
+}
+
+/* bytea: byteacmp is memcmp, then the shorter first; zero bytes allowed */
+static uint64_t
+encode_bytea(Datum value, int part)
+{
+	struct varlena *bytes = PG_DETOAST_DATUM_PACKED(value);
+	uint64_t	word = prefix_word((const uint8 *) VARDATA_ANY(bytes),
+								   VARSIZE_ANY_EXHDR(bytes), true, part);
+
+	if ((Pointer) bytes != DatumGetPointer(value))
+		pfree(bytes);
+	return word;
+}
+
+/*
+ * type, typlen, byval, integral, array element, words, prefix only,
+ * encode, decode.
  * Only the first eight are array elements (array_functions.c reads them as
  * 2-, 4- or 8-byte values and writes integral ones back from their keys);
  * the others are ORDER BY keys only, and none of them is integral: the
  * approximate opt-in stays one integer-like key.
  */
 static const GpuSortType supported_types[] = {
-	{INT2OID, 2, true, true, true, 1, encode_int2, decode_int2},
-	{INT4OID, 4, true, true, true, 1, encode_int4, decode_int4},
-	{INT8OID, 8, true, true, true, 1, encode_int8, decode_int8},
-	{DATEOID, 4, true, true, true, 1, encode_int4, decode_int4},
-	{TIMESTAMPOID, 8, true, true, true, 1, encode_int8, decode_int8},
-	{TIMESTAMPTZOID, 8, true, true, true, 1, encode_int8, decode_int8},
-	{FLOAT4OID, 4, true, false, true, 1, encode_float4, decode_float4},
-	{FLOAT8OID, 8, true, false, true, 1, encode_float8, decode_float8},
-	{BOOLOID, 1, true, false, false, 1, encode_bool, NULL},
-	{CHAROID, 1, true, false, false, 1, encode_char, NULL},
-	{OIDOID, 4, true, false, false, 1, encode_oid, NULL},
-	{CASHOID, 8, true, false, false, 1, encode_int8, NULL},
-	{TIMEOID, 8, true, false, false, 1, encode_int8, NULL},
-	{PG_LSNOID, 8, true, false, false, 1, encode_uint64, NULL},
-	{MACADDROID, 6, false, false, false, 1, encode_macaddr, NULL},
-	{MACADDR8OID, 8, false, false, false, 1, encode_macaddr8, NULL},
-	{TIMETZOID, 12, false, false, false, 2, encode_timetz, NULL},
-	{INTERVALOID, 16, false, false, false, 2, encode_interval, NULL},
-	{UUIDOID, 16, false, false, false, 2, encode_uuid, NULL},
+	{INT2OID, 2, true, true, true, 1, false, encode_int2, decode_int2},
+	{INT4OID, 4, true, true, true, 1, false, encode_int4, decode_int4},
+	{INT8OID, 8, true, true, true, 1, false, encode_int8, decode_int8},
+	{DATEOID, 4, true, true, true, 1, false, encode_int4, decode_int4},
+	{TIMESTAMPOID, 8, true, true, true, 1, false, encode_int8, decode_int8},
+	{TIMESTAMPTZOID, 8, true, true, true, 1, false, encode_int8, decode_int8},
+	{FLOAT4OID, 4, true, false, true, 1, false, encode_float4, decode_float4},
+	{FLOAT8OID, 8, true, false, true, 1, false, encode_float8, decode_float8},
+	{BOOLOID, 1, true, false, false, 1, false, encode_bool, NULL},
+	{CHAROID, 1, true, false, false, 1, false, encode_char, NULL},
+	{OIDOID, 4, true, false, false, 1, false, encode_oid, NULL},
+	{CASHOID, 8, true, false, false, 1, false, encode_int8, NULL},
+	{TIMEOID, 8, true, false, false, 1, false, encode_int8, NULL},
+	{PG_LSNOID, 8, true, false, false, 1, false, encode_uint64, NULL},
+	{MACADDROID, 6, false, false, false, 1, false, encode_macaddr, NULL},
+	{MACADDR8OID, 8, false, false, false, 1, false, encode_macaddr8, NULL},
+	{TIMETZOID, 12, false, false, false, 2, false, encode_timetz, NULL},
+	{INTERVALOID, 16, false, false, false, 2, false, encode_interval, NULL},
+	{UUIDOID, 16, false, false, false, 2, false, encode_uuid, NULL},
+	/* variable-length: read through slot_getattr(), typlen -1 */
+	{TEXTOID, -1, false, false, false, PREFIX_WORDS, true, encode_text, NULL},
+	{VARCHAROID, -1, false, false, false, PREFIX_WORDS, true, encode_text, NULL},
+	{BPCHAROID, -1, false, false, false, PREFIX_WORDS, true, encode_bpchar, NULL},
+	{NAMEOID, NAMEDATALEN, false, false, false, PREFIX_WORDS, true, encode_name, NULL},
+	{BYTEAOID, -1, false, false, false, PREFIX_WORDS, true, encode_bytea, NULL},
 };
 
 const GpuSortType *
@@ -227,14 +324,6 @@ gpusort_type_names(bool integral_only)
 	return "smallint, integer, bigint, date, timestamp, timestamptz, real, double precision";
 }
 
-/* For hints about ORDER BY keys. */
-const char *
-gpusort_key_type_names(void)
-{
-	return "smallint, integer, bigint, date, timestamp, timestamptz, real, "
-		"double precision, boolean, \"char\", oid, money, time, timetz, interval, "
-		"pg_lsn, macaddr, macaddr8, uuid";
-}
 
 /* Reads one array element (typlen bytes, aligned) as a key. */
 uint64_t

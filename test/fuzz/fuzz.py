@@ -49,9 +49,12 @@ KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
             ("bo", "boolean"), ("u", "uuid"), ("iv", "interval"), ("ttz", "timetz")]
 GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
              "timestamptz", "real", "double precision",
-             "boolean", "uuid", "interval", "timetz", "time without time zone"}
-# engine key words a key of the type takes (GpuSort takes at most 8)
-TWO_WORD_TYPES = {"uuid", "interval", "timetz"}
+             "boolean", "uuid", "interval", "timetz", "time without time zone",
+             "text C"}
+# engine key words a key of the type takes (GpuSort takes at most 8); "text
+# C" is text under the C collation (a two-word prefix), which GpuSort takes;
+# plain "text" has the database's collation, which it may not
+TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C"}
 
 
 def key_words(types):
@@ -166,7 +169,14 @@ def table_setup(rng, name, nrows):
     for c, typ in KEY_COLS:
         cols.append("%s AS %s" % (column_expr(rng, typ), c))
     txt = rng.choice(["md5(i::text)", "'v' || (%s %% 5)" % H.u(),
-                      "CASE WHEN %s %% 10 = 0 THEN NULL ELSE md5(i::text) END" % H.u()])
+                      "CASE WHEN %s %% 10 = 0 THEN NULL ELSE md5(i::text) END" % H.u(),
+                      # long shared prefixes, empty strings, case and
+                      # multibyte variants, strings shorter than a prefix
+                      "CASE WHEN %s %% 7 = 0 THEN '' WHEN %s %% 7 = 1 THEN NULL "
+                      "WHEN %s %% 7 = 2 THEN 'Customer_' || lpad((%s %% 300)::text, 20, '0') "
+                      "WHEN %s %% 7 = 3 THEN 'customer_' || lpad((%s %% 300)::text, 20, '0') || 'é' "
+                      "WHEN %s %% 7 = 4 THEN repeat('ü', (%s %% 12)::int) || 'x' "
+                      "ELSE left(md5(i::text), (%s %% 20)::int) END" % tuple(H.u() for _ in range(9))])
     cols.append("%s AS txt" % txt)
     return [
         "CREATE TABLE %s (id int NOT NULL, g int, i2 smallint, i4 integer, i8 bigint, dt date, "
@@ -278,6 +288,12 @@ def random_key(rng, x, allow_text=True):
         return Key("%s.id %% 10" % x, "integer")
     if r < 0.15 and allow_text:
         return Key(rng.choice(["%s.txt" % x, "left(%s.txt, 1)" % x]), "text")
+    if r < 0.22 and allow_text:
+        # bytes order: prefixes that tie (long shared ones, longer strings
+        # than the prefix), resolved by PostgreSQL's comparator
+        return Key(rng.choice(["%s.txt COLLATE \"C\"" % x, "upper(%s.txt) COLLATE \"C\"" % x,
+                               "(%s.txt || %s.i4) COLLATE \"C\"" % (x, x),
+                               "left(%s.txt, 3) COLLATE \"C\"" % x]), "text C")
     c, typ = rng.choice(KEY_COLS)
     e, t = key_exprs(rng, c, typ, x)
     return Key(e, t)
