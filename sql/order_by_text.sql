@@ -29,7 +29,9 @@ SELECT i AS id,
        WHEN i % 5 = 1 THEN md5(i::text)
        WHEN i % 5 = 2 THEN left(md5((i % 300)::text), (i % 20))
        WHEN i % 5 = 3 THEN CASE WHEN i % 2 = 0 THEN upper(md5((i % 50)::text)) ELSE md5((i % 50)::text) END
-       ELSE repeat('é', i % 9) || chr(0x1F600 + i % 5) || repeat('a', i % 23) END AS t,
+       ELSE repeat('é', i % 9) ||
+            chr(CASE WHEN getdatabaseencoding() = 'UTF8' THEN 128512 ELSE 97 END + i % 5) ||
+            repeat('a', i % 23) END AS t,
   CASE WHEN i % 13 = 0 THEN NULL ELSE (repeat('ab', i % 11) || (i % 97))::varchar(30) END AS v,
   CASE WHEN i % 19 = 0 THEN NULL ELSE (repeat('x', i % 4) || CASE WHEN i % 3 = 0 THEN ' ' ELSE '' END ||
        chr(32 + i % 3))::char(20) END AS b,
