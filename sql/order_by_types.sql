@@ -167,4 +167,47 @@ SELECT q, same_order(q, k) FROM (VALUES
 RESET work_mem;
 RESET max_parallel_workers_per_gather;
 
+-- numeric: sorted on PostgreSQL's abbreviated key, every tie decided by
+-- its comparator. Many digits and scales, equal values of different
+-- scales (1.5, 1.50), weights beyond the abbreviation's range, NaN above
+-- +Infinity, -Infinity, NULLs
+CREATE TABLE kn AS
+SELECT i AS id,
+  CASE WHEN i % 17 = 0 THEN NULL
+       WHEN i % 97 = 0 THEN 'NaN'::numeric
+       WHEN i % 89 = 0 THEN 'Infinity'::numeric
+       WHEN i % 83 = 0 THEN '-Infinity'::numeric
+       WHEN i % 7 = 0 THEN round((random() - 0.5)::numeric * 1e6, (i % 5))
+       WHEN i % 7 = 1 THEN ((i % 40)::numeric / 8)::numeric(10, 3)
+       WHEN i % 7 = 2 THEN (random() - 0.5)::numeric * power(10::numeric, (i % 300) - 150)
+       WHEN i % 7 = 3 THEN 123456789012345678901234567890 + (i % 50)::numeric / 1000000000000
+       WHEN i % 7 = 4 THEN ((random() * 1e10)::int8::numeric / 100)::numeric(12, 2)
+       ELSE (i % 13 - 6)::numeric END AS nu
+FROM generate_series(1, 20000) i;
+ANALYZE kn;
+SET max_parallel_workers_per_gather = 0;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kn ORDER BY nu', 'nu'),
+  ('SELECT * FROM kn ORDER BY nu DESC', 'nu'),
+  ('SELECT * FROM kn ORDER BY nu NULLS FIRST, id DESC', 'nu, id'),
+  ('SELECT * FROM kn ORDER BY nu DESC NULLS LAST, id', 'nu, id'),
+  ('SELECT id, nu * 3 AS x FROM kn ORDER BY 2, 1', 'x, id'),
+  ('SELECT * FROM kn ORDER BY nu, id LIMIT 77', 'nu, id'),
+  ('SELECT * FROM kn ORDER BY nu DESC, id LIMIT 500 OFFSET 20', 'nu, id')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kn ORDER BY nu', 'nu'),
+  ('SELECT * FROM kn ORDER BY nu DESC, id LIMIT 3000', 'nu, id')
+) AS queries(q, k);
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kn ORDER BY nu, id', 'nu, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+-- NaN above +Infinity, as in PostgreSQL
+EXPLAIN (COSTS OFF) SELECT nu FROM (VALUES ('NaN'::numeric), ('Infinity'), ('-Infinity'), (1.5)) v(nu) ORDER BY nu;
+SELECT nu FROM (VALUES ('NaN'::numeric), ('Infinity'), ('-Infinity'), (1.5)) v(nu) ORDER BY nu;
+
 DROP SCHEMA order_by_types CASCADE;

@@ -46,15 +46,16 @@ except ImportError:
 KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
             ("dt", "date"), ("ts", "timestamp"), ("tz", "timestamptz"),
             ("f4", "real"), ("f8", "double precision"),
-            ("bo", "boolean"), ("u", "uuid"), ("iv", "interval"), ("ttz", "timetz")]
+            ("bo", "boolean"), ("u", "uuid"), ("iv", "interval"), ("ttz", "timetz"),
+            ("nu", "numeric")]
 GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
              "timestamptz", "real", "double precision",
              "boolean", "uuid", "interval", "timetz", "time without time zone",
-             "text C"}
+             "text C", "numeric"}
 # engine key words a key of the type takes (GpuSort takes at most 8); "text
 # C" is text under the C collation (a two-word prefix), which GpuSort takes;
 # plain "text" has the database's collation, which it may not
-TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C"}
+TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C", "numeric"}
 
 
 def key_words(types):
@@ -78,10 +79,12 @@ EXTREMES = {
     "interval": "'{\"178000000 years\",\"-178000000 years\",0,\"1 mon\",\"-1 mon -29 days -23:59:59.999999\"}'::interval[]",
     # the same UTC time in different zones: ordered by zone
     "timetz": "'{00:00:00+15:59,24:00:00-15:59,12:00:00+02,11:00:00+01,10:00:00+00}'::timetz[]",
+    # numeric prints its scale: values equal under = print alike here
+    "numeric": "'{NaN,Infinity,-Infinity,1e-300,-1e300}'::numeric[]",
 }
 NEXTREMES = {"smallint": 5, "integer": 5, "bigint": 5, "date": 5, "timestamp": 5,
              "timestamptz": 5, "real": 9, "double precision": 9,
-             "boolean": 2, "uuid": 5, "interval": 5, "timetz": 5}
+             "boolean": 2, "uuid": 5, "interval": 5, "timetz": 5, "numeric": 5}
 
 
 class Hash:
@@ -134,6 +137,13 @@ def column_expr(rng, typ):
         # a shared high word: the low word decides
         mid = "('12345678-9abc-def0-' || substr(md5((%s %% 1000)::text), 1, 4) || '-' || " \
               "substr(md5((%s %% 1000)::text), 5, 12))::uuid" % (H.u(), H.u())
+    elif typ == "numeric":
+        # one scale per column, so that equal values print alike (the
+        # comparison is by text); many digits, far weights
+        full = "round(((%s::numeric - 4611686018427387904) * power(10::numeric, %s %% 60 - 30)), 40)" % (
+            H.h(), H.u())
+        few = "((%s %% %d - %d)::numeric / 4)" % (H.u(), n, n // 2)
+        mid = "((%s %% 100000 - 50000)::numeric / 100)::numeric(12, 2)" % H.u()
     elif typ == "interval":
         full = "justify_interval(make_interval(months => (%s %% 4000 - 2000)::int, days => (%s %% 100 - 50)::int, " \
                "secs => (%s %% 200000000000 - 100000000000) / 1e6))" % (H.u(), H.u(), H.u())
@@ -153,8 +163,9 @@ def column_expr(rng, typ):
         mid = "(((%s %% 1000) - 500) * 0.25 * CASE WHEN %s %% 2 = 0 THEN 1 ELSE -1 END)" % (H.u(), H.u())
     if dist == "extreme":
         pct = rng.choice([5, 20, 50])
-        val = "CASE WHEN %s %% 100 < %d THEN (%s)[1 + %s %% %d] ELSE %s END" % (
-            H.u(), pct, EXTREMES[typ], H.u(), NEXTREMES[typ], rng.choice([full, few, mid]))
+        # (cast: some expressions above are text spelling the type's values)
+        val = "CASE WHEN %s %% 100 < %d THEN (%s)[1 + %s %% %d] ELSE (%s)::%s END" % (
+            H.u(), pct, EXTREMES[typ], H.u(), NEXTREMES[typ], rng.choice([full, few, mid]), typ)
     else:
         val = {"full": full, "few": few, "mid": mid}[dist]
     nullpct = rng.choice([0, 0, 1, 5, 20, 50])
@@ -181,7 +192,7 @@ def table_setup(rng, name, nrows):
     return [
         "CREATE TABLE %s (id int NOT NULL, g int, i2 smallint, i4 integer, i8 bigint, dt date, "
         "ts timestamp, tz timestamptz, f4 real, f8 double precision, bo boolean, u uuid, "
-        "iv interval, ttz timetz, txt text)" % name,
+        "iv interval, ttz timetz, nu numeric, txt text)" % name,
         # rows stored in hash order: physical order is not id order
         "INSERT INTO %s SELECT %s FROM generate_series(1, %d) i ORDER BY %s, i" % (
             name, ", ".join(cols), nrows, H.h()),
@@ -261,6 +272,9 @@ def key_exprs(rng, c, typ, x):
                                    ("%s::float8" % col, "double precision"),
                                    ("floor(%s)" % col, "double precision"),
                                    ("coalesce(%s, 'NaN')" % col, typ)]
+    elif typ == "numeric":
+        opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("coalesce(%s, 'NaN')" % col, typ),
+                                   ("abs(%s)" % col, typ)]
     elif typ == "boolean":
         opts = [(col, typ)] * 4 + [("NOT %s" % col, typ), ("coalesce(%s, true)" % col, typ)]
     elif typ == "uuid":
