@@ -48,8 +48,10 @@ typedef struct GpuSortType
 	int			nwords;			/* engine key columns one key takes */
 	bool		prefix_only;	/* its words may tie where its values do
 								 * not: the comparator resolves such ties */
-	/* word `part` (0: the most significant) of the value's key */
-	uint64_t	(*encode) (Datum value, int part);
+	/* the value's key: one word (nwords 1), or all nwords words, most
+	 * significant first, in one call (the value is read once) */
+	uint64_t	(*encode) (Datum value);
+	void		(*encode_words) (Datum value, uint64_t *words);
 	Datum		(*decode) (uint64_t key);	/* array elements only */
 } GpuSortType;
 

@@ -39,7 +39,7 @@
 #include "utils/uuid.h"
 
 static uint64_t
-encode_int2(Datum value, int part)
+encode_int2(Datum value)
 {
 	return gs_encode_int64(DatumGetInt16(value));
 }
@@ -51,7 +51,7 @@ decode_int2(uint64_t key)
 }
 
 static uint64_t
-encode_int4(Datum value, int part)
+encode_int4(Datum value)
 {
 	return gs_encode_int64(DatumGetInt32(value));
 }
@@ -63,7 +63,7 @@ decode_int4(uint64_t key)
 }
 
 static uint64_t
-encode_int8(Datum value, int part)
+encode_int8(Datum value)
 {
 	return gs_encode_int64(DatumGetInt64(value));
 }
@@ -75,7 +75,7 @@ decode_int8(uint64_t key)
 }
 
 static uint64_t
-encode_float4(Datum value, int part)
+encode_float4(Datum value)
 {
 	return gs_encode_float8((double) DatumGetFloat4(value));
 }
@@ -87,7 +87,7 @@ decode_float4(uint64_t key)
 }
 
 static uint64_t
-encode_float8(Datum value, int part)
+encode_float8(Datum value)
 {
 	return gs_encode_float8(DatumGetFloat8(value));
 }
@@ -100,26 +100,26 @@ decode_float8(uint64_t key)
 
 /* bool and "char": btcharcmp compares "char" as unsigned */
 static uint64_t
-encode_bool(Datum value, int part)
+encode_bool(Datum value)
 {
 	return DatumGetBool(value) ? 1 : 0;
 }
 
 static uint64_t
-encode_char(Datum value, int part)
+encode_char(Datum value)
 {
 	return (uint8) DatumGetChar(value);
 }
 
 /* oid and pg_lsn: unsigned already */
 static uint64_t
-encode_oid(Datum value, int part)
+encode_oid(Datum value)
 {
 	return DatumGetObjectId(value);
 }
 
 static uint64_t
-encode_uint64(Datum value, int part)
+encode_uint64(Datum value)
 {
 	return (uint64_t) DatumGetInt64(value);
 }
@@ -136,23 +136,24 @@ big_endian(const uint8 *data, int bytes)
 }
 
 /* uuid_cmp is memcmp of the 16 bytes: the high 8 bytes, then the low 8 */
-static uint64_t
-encode_uuid(Datum value, int part)
+static void
+encode_uuid(Datum value, uint64_t *words)
 {
 	const pg_uuid_t *uuid = DatumGetUUIDP(value);
 
-	return big_endian(uuid->data + 8 * part, 8);
+	words[0] = big_endian(uuid->data, 8);
+	words[1] = big_endian(uuid->data + 8, 8);
 }
 
 /* macaddr_cmp_internal: the 6 bytes in order (hibits, then lobits) */
 static uint64_t
-encode_macaddr(Datum value, int part)
+encode_macaddr(Datum value)
 {
 	return big_endian((const uint8 *) DatumGetMacaddrP(value), 6);
 }
 
 static uint64_t
-encode_macaddr8(Datum value, int part)
+encode_macaddr8(Datum value)
 {
 	return big_endian((const uint8 *) DatumGetMacaddr8P(value), 8);
 }
@@ -162,14 +163,13 @@ encode_macaddr8(Datum value, int part)
  * zone; both are small enough for int64 (the time is within a day, the
  * zone within +-16 hours).
  */
-static uint64_t
-encode_timetz(Datum value, int part)
+static void
+encode_timetz(Datum value, uint64_t *words)
 {
 	const TimeTzADT *time = DatumGetTimeTzADTP(value);
 
-	if (part == 0)
-		return gs_encode_int64(time->time + (int64) time->zone * USECS_PER_SEC);
-	return gs_encode_int64(time->zone);
+	words[0] = gs_encode_int64(time->time + (int64) time->zone * USECS_PER_SEC);
+	words[1] = gs_encode_int64(time->zone);
 }
 
 /*
@@ -178,16 +178,15 @@ encode_timetz(Datum value, int part)
  * field at its extreme, land beyond every finite span as they compare).
  * Its high 64 bits are signed, the low ones unsigned.
  */
-static uint64_t
-encode_interval(Datum value, int part)
+static void
+encode_interval(Datum value, uint64_t *words)
 {
 	const Interval *interval = DatumGetIntervalP(value);
 	__int128	span = (__int128) interval->time +
 		(__int128) ((int64) interval->month * 30 + interval->day) * USECS_PER_DAY;
 
-	if (part == 0)
-		return gs_encode_int64((int64) (span >> 64));
-	return (uint64_t) span;
+	words[0] = gs_encode_int64((int64) (span >> 64));
+	words[1] = (uint64_t) span;
 }
 
 /*
@@ -205,73 +204,60 @@ encode_interval(Datum value, int part)
 #define PREFIX_WORDS 2
 #define PREFIX_BYTES (PREFIX_WORDS * 8 - 1)
 
-static uint64_t
-prefix_word(const uint8 *bytes, size_t length, bool may_hold_zero, int part)
+static void
+prefix_words(const uint8 *bytes, size_t length, bool may_hold_zero, uint64_t *words)
 {
-	uint64_t	word = 0;
+	uint8		prefix[PREFIX_WORDS * 8];
 
-	for (int i = 0; i < 8; i++)
-	{
-		size_t		at = (size_t) part * 8 + i;
-		uint8		byte;
-
-		if (at == PREFIX_BYTES)
-			byte = length > PREFIX_BYTES ||
-				(may_hold_zero && memchr(bytes, 0, length) != NULL) ? 1 : 0;
-		else
-			byte = at < length ? bytes[at] : 0;
-		word = (word << 8) | byte;
-	}
-	return word;
+	memset(prefix, 0, sizeof(prefix));
+	memcpy(prefix, bytes, Min(length, PREFIX_BYTES));
+	prefix[PREFIX_BYTES] = length > PREFIX_BYTES ||
+		(may_hold_zero && memchr(bytes, 0, length) != NULL) ? 1 : 0;
+	for (int w = 0; w < PREFIX_WORDS; w++)
+		words[w] = big_endian(prefix + 8 * w, 8);
 }
 
 /* text and varchar: the bytes of the string */
-static uint64_t
-encode_text(Datum value, int part)
+static void
+encode_text(Datum value, uint64_t *words)
 {
 	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
-	uint64_t	word = prefix_word((const uint8 *) VARDATA_ANY(text),
-								   VARSIZE_ANY_EXHDR(text), false, part);
 
+	prefix_words((const uint8 *) VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), false, words);
 	if ((Pointer) text != DatumGetPointer(value))
 		pfree(text);
-	return word;
 }
 
 /* bpchar: bpcharcmp ignores trailing spaces */
-static uint64_t
-encode_bpchar(Datum value, int part)
+static void
+encode_bpchar(Datum value, uint64_t *words)
 {
 	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
-	uint64_t	word = prefix_word((const uint8 *) VARDATA_ANY(text),
-								   bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)),
-								   false, part);
 
+	prefix_words((const uint8 *) VARDATA_ANY(text),
+				 bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)), false, words);
 	if ((Pointer) text != DatumGetPointer(value))
 		pfree(text);
-	return word;
 }
 
 /* name: NAMEDATALEN bytes, the name up to its first zero */
-static uint64_t
-encode_name(Datum value, int part)
+static void
+encode_name(Datum value, uint64_t *words)
 {
 	const char *name = NameStr(*DatumGetName(value));
 
-	return prefix_word((const uint8 *) name, strnlen(name, NAMEDATALEN), false, part);
+	prefix_words((const uint8 *) name, strnlen(name, NAMEDATALEN), false, words);
 }
 
 /* bytea: byteacmp is memcmp, then the shorter first; zero bytes allowed */
-static uint64_t
-encode_bytea(Datum value, int part)
+static void
+encode_bytea(Datum value, uint64_t *words)
 {
 	struct varlena *bytes = PG_DETOAST_DATUM_PACKED(value);
-	uint64_t	word = prefix_word((const uint8 *) VARDATA_ANY(bytes),
-								   VARSIZE_ANY_EXHDR(bytes), true, part);
 
+	prefix_words((const uint8 *) VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), true, words);
 	if ((Pointer) bytes != DatumGetPointer(value))
 		pfree(bytes);
-	return word;
 }
 
 /*
@@ -289,11 +275,9 @@ encode_bytea(Datum value, int part)
 static SortSupportData numeric_abbreviation;
 static bool numeric_abbreviation_ready = false;
 
-static uint64_t
-encode_numeric(Datum value, int part)
+static void
+encode_numeric(Datum value, uint64_t *words)
 {
-	if (part == 1)
-		return 1;
 	if (!numeric_abbreviation_ready)
 	{
 		memset(&numeric_abbreviation, 0, sizeof(numeric_abbreviation));
@@ -304,45 +288,46 @@ encode_numeric(Datum value, int part)
 			elog(ERROR, "gpusort: numeric has no abbreviated keys");
 		numeric_abbreviation_ready = true;
 	}
-	return ~gs_encode_int64(DatumGetInt64(numeric_abbreviation.abbrev_converter(value,
-																				&numeric_abbreviation)));
+	words[0] = ~gs_encode_int64(DatumGetInt64(numeric_abbreviation.abbrev_converter(value,
+																					&numeric_abbreviation)));
+	words[1] = 1;
 }
 
 /*
  * type, typlen, byval, integral, array element, words, prefix only,
- * encode, decode.
+ * encode (one word) or encode_words (more), decode.
  * Only the first eight are array elements (array_functions.c reads them as
  * 2-, 4- or 8-byte values and writes integral ones back from their keys);
  * the others are ORDER BY keys only, and none of them is integral: the
  * approximate opt-in stays one integer-like key.
  */
 static const GpuSortType supported_types[] = {
-	{INT2OID, 2, true, true, true, 1, false, encode_int2, decode_int2},
-	{INT4OID, 4, true, true, true, 1, false, encode_int4, decode_int4},
-	{INT8OID, 8, true, true, true, 1, false, encode_int8, decode_int8},
-	{DATEOID, 4, true, true, true, 1, false, encode_int4, decode_int4},
-	{TIMESTAMPOID, 8, true, true, true, 1, false, encode_int8, decode_int8},
-	{TIMESTAMPTZOID, 8, true, true, true, 1, false, encode_int8, decode_int8},
-	{FLOAT4OID, 4, true, false, true, 1, false, encode_float4, decode_float4},
-	{FLOAT8OID, 8, true, false, true, 1, false, encode_float8, decode_float8},
-	{BOOLOID, 1, true, false, false, 1, false, encode_bool, NULL},
-	{CHAROID, 1, true, false, false, 1, false, encode_char, NULL},
-	{OIDOID, 4, true, false, false, 1, false, encode_oid, NULL},
-	{CASHOID, 8, true, false, false, 1, false, encode_int8, NULL},
-	{TIMEOID, 8, true, false, false, 1, false, encode_int8, NULL},
-	{PG_LSNOID, 8, true, false, false, 1, false, encode_uint64, NULL},
-	{MACADDROID, 6, false, false, false, 1, false, encode_macaddr, NULL},
-	{MACADDR8OID, 8, false, false, false, 1, false, encode_macaddr8, NULL},
-	{TIMETZOID, 12, false, false, false, 2, false, encode_timetz, NULL},
-	{INTERVALOID, 16, false, false, false, 2, false, encode_interval, NULL},
-	{UUIDOID, 16, false, false, false, 2, false, encode_uuid, NULL},
+	{INT2OID, 2, true, true, true, 1, false, encode_int2, NULL, decode_int2},
+	{INT4OID, 4, true, true, true, 1, false, encode_int4, NULL, decode_int4},
+	{INT8OID, 8, true, true, true, 1, false, encode_int8, NULL, decode_int8},
+	{DATEOID, 4, true, true, true, 1, false, encode_int4, NULL, decode_int4},
+	{TIMESTAMPOID, 8, true, true, true, 1, false, encode_int8, NULL, decode_int8},
+	{TIMESTAMPTZOID, 8, true, true, true, 1, false, encode_int8, NULL, decode_int8},
+	{FLOAT4OID, 4, true, false, true, 1, false, encode_float4, NULL, decode_float4},
+	{FLOAT8OID, 8, true, false, true, 1, false, encode_float8, NULL, decode_float8},
+	{BOOLOID, 1, true, false, false, 1, false, encode_bool, NULL, NULL},
+	{CHAROID, 1, true, false, false, 1, false, encode_char, NULL, NULL},
+	{OIDOID, 4, true, false, false, 1, false, encode_oid, NULL, NULL},
+	{CASHOID, 8, true, false, false, 1, false, encode_int8, NULL, NULL},
+	{TIMEOID, 8, true, false, false, 1, false, encode_int8, NULL, NULL},
+	{PG_LSNOID, 8, true, false, false, 1, false, encode_uint64, NULL, NULL},
+	{MACADDROID, 6, false, false, false, 1, false, encode_macaddr, NULL, NULL},
+	{MACADDR8OID, 8, false, false, false, 1, false, encode_macaddr8, NULL, NULL},
+	{TIMETZOID, 12, false, false, false, 2, false, NULL, encode_timetz, NULL},
+	{INTERVALOID, 16, false, false, false, 2, false, NULL, encode_interval, NULL},
+	{UUIDOID, 16, false, false, false, 2, false, NULL, encode_uuid, NULL},
 	/* variable-length: read through slot_getattr(), typlen -1 */
-	{TEXTOID, -1, false, false, false, PREFIX_WORDS, true, encode_text, NULL},
-	{VARCHAROID, -1, false, false, false, PREFIX_WORDS, true, encode_text, NULL},
-	{BPCHAROID, -1, false, false, false, PREFIX_WORDS, true, encode_bpchar, NULL},
-	{NAMEOID, NAMEDATALEN, false, false, false, PREFIX_WORDS, true, encode_name, NULL},
-	{BYTEAOID, -1, false, false, false, PREFIX_WORDS, true, encode_bytea, NULL},
-	{NUMERICOID, -1, false, false, false, 2, true, encode_numeric, NULL},
+	{TEXTOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
+	{VARCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
+	{BPCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_bpchar, NULL},
+	{NAMEOID, NAMEDATALEN, false, false, false, PREFIX_WORDS, true, NULL, encode_name, NULL},
+	{BYTEAOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_bytea, NULL},
+	{NUMERICOID, -1, false, false, false, 2, true, NULL, encode_numeric, NULL},
 };
 
 const GpuSortType *
@@ -371,11 +356,11 @@ gpusort_read_key(const GpuSortType *type, const char *element)
 	switch (type->typlen)
 	{
 		case 2:
-			return type->encode(Int16GetDatum(*(const int16 *) element), 0);
+			return type->encode(Int16GetDatum(*(const int16 *) element));
 		case 4:
-			return type->encode(Int32GetDatum(*(const int32 *) element), 0);
+			return type->encode(Int32GetDatum(*(const int32 *) element));
 		default:
-			return type->encode(Int64GetDatum(*(const int64 *) element), 0);
+			return type->encode(Int64GetDatum(*(const int64 *) element));
 	}
 }
 
