@@ -15,11 +15,12 @@
  * words is two engine key columns (the planner expands it, GpuSortPlanInfo's
  * key_part says which word a column holds), compared high word first: the
  * engine, the merges and the bounds compare key columns in order anyway,
- * so no part of the row store knows. No key of these types ties unless
+ * so no part of the row store knows; encode_words() fills all of a key's
+ * words in one call, read once per row. No key of these types ties unless
  * the comparator says its values are equal, so none needs resolving.
  *
  * Strings (text, varchar, bpchar, name, bytea) under a collation that
- * orders by bytes become a prefix of a few words (prefix_word()); rows
+ * orders by bytes become a prefix of a few words (prefix_words()); rows
  * whose prefixes tie where a prefix does not determine its value are put
  * in order by PostgreSQL's own comparator afterwards (tie_resolver.c).
  * numeric is sorted so on PostgreSQL's abbreviated key (encode_numeric()).
@@ -31,10 +32,10 @@
 #include "utils/cash.h"
 #include "utils/date.h"
 #include "utils/fmgrprotos.h"
-#include "utils/memutils.h"
-#include "utils/sortsupport.h"
 #include "utils/inet.h"
+#include "utils/memutils.h"
 #include "utils/pg_lsn.h"
+#include "utils/sortsupport.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
