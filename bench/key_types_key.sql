@@ -1,5 +1,5 @@
--- bench/key_types.sql's cells for one key (:key): each work_mem and
--- worker count, the floor, PostgreSQL's sort, GpuSort (twice each).
+-- bench/key_types_*.sql's cells for one key (:key): each work_mem and
+-- worker count, the floor, PostgreSQL's sort, GpuSort.
 \set q 'SELECT count(*) FROM (SELECT * FROM kt_bench ORDER BY ' :key ' OFFSET 0) s'
 \set floor 'SELECT count(*) FROM (SELECT * FROM kt_bench OFFSET 0) s'
 \echo === key :key
