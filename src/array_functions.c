@@ -94,7 +94,8 @@ open_array(ArrayType *array, const char *function, bool integral_only,
 	memset(input, 0, sizeof(*input));
 	input->array = array;
 	input->type = gpusort_find_type(element_type);
-	if (input->type == NULL || (integral_only && !input->type->integral))
+	if (input->type == NULL || !input->type->array_element ||
+		(integral_only && !input->type->integral))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s cannot sort arrays of type %s", function,

@@ -25,6 +25,7 @@
 #include "nodes/pathnodes.h"
 #include "optimizer/cost.h"
 #include "storage/bufmgr.h"
+#include "utils/pg_locale.h"
 #if PG_VERSION_NUM >= 180000
 /* EXPLAIN's output functions and ExplainState left commands/explain.h */
 #include "commands/explain_format.h"
@@ -253,5 +254,25 @@ gpusort_heap_next_page(TableScanDesc scan)
 	return true;
 }
 #endif
+
+/* ---- collations ---- */
+
+/*
+ * Does the collation order strings by their bytes (C, POSIX, ucs_basic,
+ * and on 18 the builtin provider's C and C.UTF-8, whose code point order
+ * is UTF-8's byte order)? 18 asks the collation's locale; 15 has a
+ * function for it.
+ */
+static inline bool
+gpusort_collation_is_bytewise(Oid collation)
+{
+	if (!OidIsValid(collation))
+		return false;
+#if PG_VERSION_NUM >= 180000
+	return pg_newlocale_from_collation(collation)->collate_is_c;
+#else
+	return lc_collate_is_c(collation);
+#endif
+}
 
 #endif							/* GPUSORT_COMPAT_H */

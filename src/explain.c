@@ -17,6 +17,7 @@
 #include "gpusort.h"
 
 #include "commands/explain.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
@@ -34,13 +35,25 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
-		TargetEntry *tle = list_nth_node(TargetEntry, cscan->custom_scan_tlist,
-										 state->plan.key_attno[k] - 1);
+		TargetEntry *tle;
 		StringInfoData key;
 
+		if (state->plan.key_part[k] > 0)
+			continue;			/* a later word of the key before */
+		tle = list_nth_node(TargetEntry, cscan->custom_scan_tlist,
+							state->plan.key_attno[k] - 1);
 		initStringInfo(&key);
 		appendStringInfoString(&key, deparse_expression((Node *) tle->expr, context,
 														use_prefix, false));
+		/* like PostgreSQL's Sort: a collation other than the type's */
+		if (OidIsValid(state->plan.collation[k]) &&
+			state->plan.collation[k] != get_typcollation(exprType((Node *) tle->expr)))
+		{
+			char	   *collation = get_collation_name(state->plan.collation[k]);
+
+			if (collation != NULL)
+				appendStringInfo(&key, " COLLATE %s", quote_identifier(collation));
+		}
 		/* like PostgreSQL's Sort: only what differs from the default */
 		if (state->plan.descending[k])
 			appendStringInfoString(&key, " DESC");
@@ -114,6 +127,23 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 		ExplainPropertyInteger("Disk", "kB", (stats->disk_bytes + 1023) / 1024, es);
 	}
 	ExplainPropertyInteger("Rows Sorted", NULL, (int64) stats->rows_sorted, es);
+	if (gpusort_plan_has_prefix_keys(&state->plan))
+	{
+		/* string keys sorted on prefixes: what PostgreSQL's comparator did
+		 * (this process's: a worker's groups are its own) */
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyText("Ties Resolved on CPU",
+								psprintf(INT64_FORMAT " rows in " INT64_FORMAT " groups, "
+										 INT64_FORMAT " merge comparisons",
+										 stats->tie_rows, stats->tie_groups,
+										 stats->tie_comparisons), es);
+		else
+		{
+			ExplainPropertyInteger("Tied Rows Resolved", NULL, stats->tie_rows, es);
+			ExplainPropertyInteger("Tied Groups Resolved", NULL, stats->tie_groups, es);
+			ExplainPropertyInteger("Tied Merge Comparisons", NULL, stats->tie_comparisons, es);
+		}
+	}
 	if (state->bound > 0)
 		ExplainPropertyInteger("Rows Read", NULL, stats->rows_read, es);
 	if (state->read_table)

@@ -40,11 +40,20 @@ extern void gpusort_check_status(gs_status status, const gs_sort_report *report)
 typedef struct GpuSortType
 {
 	Oid			type;
-	int16		typlen;			/* 2, 4 or 8: all are fixed-length, by value */
+	int16		typlen;			/* -1: variable length (read through the slot) */
+	bool		byval;
 	bool		integral;		/* an integer underneath: exact decode, and
 								 * equal-width intervals make sense */
+	bool		array_element;	/* the array functions take it (by value,
+								 * typlen 2, 4 or 8, with decode) */
+	int			nwords;			/* engine key columns one key takes */
+	bool		prefix_only;	/* its words may tie where its values do
+								 * not: the comparator resolves such ties */
+	/* the value's key: one word (nwords 1), or all nwords words, most
+	 * significant first, in one call (the value is read once) */
 	uint64_t	(*encode) (Datum value);
-	Datum		(*decode) (uint64_t key);
+	void		(*encode_words) (Datum value, uint64_t *words);
+	Datum		(*decode) (uint64_t key);	/* array elements only */
 } GpuSortType;
 
 extern const GpuSortType *gpusort_find_type(Oid type);
@@ -89,8 +98,14 @@ typedef struct GpuSortPlanInfo
 {
 	GpuSortRole role;
 	int			nkeys;
+	/*
+	 * Engine key columns: one per SQL sort key, or several for a key whose
+	 * type encodes into several words (GpuSortType.nwords), each with the
+	 * key's column, type and order and key_part saying which word it holds.
+	 */
 	AttrNumber	key_attno[GS_MAX_KEY_COLUMNS];	/* in the child's output */
 	Oid			key_type[GS_MAX_KEY_COLUMNS];
+	int			key_part[GS_MAX_KEY_COLUMNS];
 	Oid			sort_operator[GS_MAX_KEY_COLUMNS];
 	Oid			collation[GS_MAX_KEY_COLUMNS];
 	bool		descending[GS_MAX_KEY_COLUMNS];
@@ -121,6 +136,7 @@ gpusort_row_overhead(int nkeys)
 /* plan_info.c */
 extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);
 extern void gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info);
+extern bool gpusort_plan_has_prefix_keys(const GpuSortPlanInfo *plan);
 
 /* executor.c */
 extern CustomScanMethods gpusort_scan_methods;

@@ -8,14 +8,12 @@
  */
 #include "gpusort.h"
 
-#include "access/tupmacs.h"
-
 #include "key_reader.h"
 
 /* Keys at columns attno[0..nkeys) of the rows it is given. */
 void
 key_reader_init(KeyReader *reader, int nkeys, const AttrNumber *attno,
-				const GpuSortType *const *types)
+				const GpuSortType *const *types, const int *part)
 {
 	memset(reader, 0, sizeof(*reader));
 	reader->nkeys = nkeys;
@@ -23,6 +21,7 @@ key_reader_init(KeyReader *reader, int nkeys, const AttrNumber *attno,
 	{
 		reader->attno[k] = attno[k];
 		reader->types[k] = types[k];
+		reader->part[k] = part[k];
 		reader->last_attno = Max(reader->last_attno, attno[k]);
 	}
 }
@@ -48,7 +47,8 @@ key_reader_describe(KeyReader *reader, TupleDesc desc)
 		{
 			if (reader->attno[k] != i + 1)
 				continue;
-			if (!attribute->attbyval || attribute->attlen != reader->types[k]->typlen)
+			if (attribute->attbyval != reader->types[k]->byval ||
+				attribute->attlen != reader->types[k]->typlen)
 				return;
 			reader->offset[k] = offset;
 		}

@@ -14,6 +14,7 @@
 #include "gpusort.h"
 
 #include "access/htup_details.h"
+#include "access/tupmacs.h"
 #include "executor/tuptable.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
@@ -23,6 +24,7 @@ typedef struct KeyReader
 	int			nkeys;
 	AttrNumber	attno[GS_MAX_KEY_COLUMNS];
 	const GpuSortType *types[GS_MAX_KEY_COLUMNS];
+	int			part[GS_MAX_KEY_COLUMNS];	/* the word of its key it holds */
 	/* the descriptor the offsets below were worked out for */
 	TupleDesc	described;
 	bool		fixed;			/* every key at a fixed offset in tuples with
@@ -32,26 +34,40 @@ typedef struct KeyReader
 } KeyReader;
 
 extern void key_reader_init(KeyReader *reader, int nkeys, const AttrNumber *attno,
-							const GpuSortType *const *types);
+							const GpuSortType *const *types, const int *part);
 extern void key_reader_describe(KeyReader *reader, TupleDesc desc);
 
-/* One key's value at `data` (aligned, the type's length), encoded. */
-static inline uint64_t
-key_reader_encode(const GpuSortType *type, const char *data)
+/* One key's value, encoded into its type's nwords words at `keys`. */
+static inline void
+key_reader_encode_value(const GpuSortType *type, Datum value, uint64_t *keys)
+{
+	if (type->encode_words != NULL)
+		type->encode_words(value, keys);
+	else
+		keys[0] = type->encode(value);
+}
+
+/* One key's value at `data` (aligned, the type's length), encoded into
+ * its type's nwords words at `keys`. */
+static inline void
+key_reader_encode(const GpuSortType *type, const char *data, uint64_t *keys)
 {
 	if (type->integral)
 	{
 		switch (type->typlen)
 		{
 			case 2:
-				return gs_encode_int64(*(const int16 *) data);
+				keys[0] = gs_encode_int64(*(const int16 *) data);
+				return;
 			case 4:
-				return gs_encode_int64(*(const int32 *) data);
+				keys[0] = gs_encode_int64(*(const int32 *) data);
+				return;
 			default:
-				return gs_encode_int64(*(const int64 *) data);
+				keys[0] = gs_encode_int64(*(const int64 *) data);
+				return;
 		}
 	}
-	return gpusort_read_key(type, data);
+	key_reader_encode_value(type, fetch_att(data, type->byval, type->typlen), keys);
 }
 
 /*
@@ -95,7 +111,9 @@ key_reader_read_heap(KeyReader *reader, TupleDesc desc, HeapTuple tuple,
 	data = (const char *) tuple->t_data + tuple->t_data->t_hoff;
 	for (int k = 0; k < reader->nkeys; k++)
 	{
-		keys[k] = key_reader_encode(reader->types[k], data + reader->offset[k]);
+		/* a key of several words fills them all at its first */
+		if (reader->part[k] == 0)
+			key_reader_encode(reader->types[k], data + reader->offset[k], &keys[k]);
 		nulls[k] = false;
 	}
 	return true;
@@ -126,9 +144,19 @@ key_reader_read(KeyReader *reader, TupleTableSlot *slot, uint64_t *keys, bool *n
 	}
 	for (int k = 0; k < reader->nkeys; k++)
 	{
-		Datum		value = slot_getattr(slot, reader->attno[k], &nulls[k]);
+		Datum		value;
 
-		keys[k] = nulls[k] ? 0 : reader->types[k]->encode(value);
+		if (reader->part[k] > 0)
+		{
+			/* a later word of the key before: filled there */
+			nulls[k] = nulls[k - 1];
+			continue;
+		}
+		value = slot_getattr(slot, reader->attno[k], &nulls[k]);
+		if (nulls[k])
+			memset(&keys[k], 0, reader->types[k]->nwords * sizeof(uint64_t));
+		else
+			key_reader_encode_value(reader->types[k], value, &keys[k]);
 	}
 }
 

@@ -21,6 +21,7 @@ gpusort_make_spec(GpuSortState *state, RowStoreSpec *spec)
 	spec->plan = &state->plan;
 	for (int k = 0; k < state->plan.nkeys; k++)
 		spec->key_types[k] = state->key_types[k];
+	spec->tuple_desc = state->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	spec->work_mem_bytes = state->work_mem_bytes;
 	spec->bound = state->bound;
 	spec->random_access = state->random_access;

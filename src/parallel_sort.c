@@ -570,8 +570,14 @@ merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *s
 		elog(ERROR, "gpusort: a parallel merge is not above a Gather of sorted shares");
 	gather = (GatherState *) gather_state;
 	/* (read as the Gather makes its shared memory, on its first call) */
-	share_node->ranges_allowed = spec->bound == 0 && !spec->random_access && gpusort_parallel_merge;
-	share_node->gpu_rows_allowed = spec->bound == 0 && gpusort_spill_to_gpu;
+	/* (key ranges are cut on encoded keys, which do not order the ties
+	 * of prefix keys: their merge stays the leader's) */
+	share_node->ranges_allowed = spec->bound == 0 && !spec->random_access && gpusort_parallel_merge &&
+		!gpusort_plan_has_prefix_keys(&state->plan);
+	/* (the shared rows job's rows come back in the order of their encoded
+	 * keys, with no place to resolve ties of prefix keys) */
+	share_node->gpu_rows_allowed = spec->bound == 0 && gpusort_spill_to_gpu &&
+		!gpusort_plan_has_prefix_keys(&state->plan);
 	share_node->gpu_rows_expected = spec->expected_rows;
 
 	for (;;)

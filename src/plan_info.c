@@ -23,6 +23,7 @@ gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
 	{
 		list = lappend(list, makeInteger(info->key_attno[k]));
 		list = lappend(list, makeInteger((int) info->key_type[k]));
+		list = lappend(list, makeInteger(info->key_part[k]));
 		list = lappend(list, makeInteger((int) info->sort_operator[k]));
 		list = lappend(list, makeInteger((int) info->collation[k]));
 		list = lappend(list, makeInteger(info->descending[k]));
@@ -47,6 +48,7 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 	{
 		info->key_attno[k] = (AttrNumber) NEXT_INT();
 		info->key_type[k] = (Oid) NEXT_INT();
+		info->key_part[k] = NEXT_INT();
 		info->sort_operator[k] = (Oid) NEXT_INT();
 		info->collation[k] = (Oid) NEXT_INT();
 		info->descending[k] = NEXT_INT() != 0;
@@ -88,4 +90,18 @@ gpusort_evaluate_bound(GpuSortState *state)
 	if (count <= 0 || offset < 0 || count > PG_INT32_MAX || offset > PG_INT32_MAX - count)
 		return 0;
 	return count + offset;
+}
+
+/* Does some key of the plan sort on a prefix that may tie (types.c)? */
+bool
+gpusort_plan_has_prefix_keys(const GpuSortPlanInfo *plan)
+{
+	for (int k = 0; k < plan->nkeys; k++)
+	{
+		const GpuSortType *type = gpusort_find_type(plan->key_type[k]);
+
+		if (type != NULL && type->prefix_only)
+			return true;
+	}
+	return false;
 }

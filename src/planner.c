@@ -124,8 +124,9 @@ find_key_expression(PathKey *pathkey, PathTarget *target, Relids child_relids)
 }
 
 /*
- * Fills info (except attnos) and the key expressions if every ORDER BY key
- * can be a GpuSort key; returns false otherwise.
+ * Fills info (except attnos) and the key expressions (one per engine key
+ * column: a key of several words repeats its expression) if every ORDER BY
+ * key can be a GpuSort key; returns false otherwise.
  */
 static bool
 analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
@@ -140,17 +141,17 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		PathKey    *pathkey = lfirst_node(PathKey, lc);
 		Expr	   *expr;
 		Oid			type;
+		const GpuSortType *key_type;
 		Oid			opclass;
+		Oid			sort_operator;
 		int			strategy;
-		int			k = info->nkeys;
 
-		if (k == GS_MAX_KEY_COLUMNS)
-			return false;
 		expr = find_key_expression(pathkey, target, child_relids);
 		if (expr == NULL || contain_volatile_functions((Node *) expr))
 			return false;
 		type = exprType((Node *) expr);
-		if (gpusort_find_type(type) == NULL)
+		key_type = gpusort_find_type(type);
+		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
 		/* the type's default order only: ORDER BY ... USING is left alone */
 		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
@@ -159,16 +160,32 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		strategy = gpusort_pathkey_strategy(pathkey);
 		if (strategy == 0)
 			return false;
-		info->key_type[k] = type;
-		info->descending[k] = strategy == BTGreaterStrategyNumber;
-		info->nulls_first[k] = pathkey->pk_nulls_first;
-		info->collation[k] = pathkey->pk_eclass->ec_collation;
-		info->sort_operator[k] = get_opfamily_member(pathkey->pk_opfamily, type, type,
-													 strategy);
-		if (!OidIsValid(info->sort_operator[k]))
+		/* the opclass's own type: varchar sorts with text's operators */
+		sort_operator = get_opfamily_member(pathkey->pk_opfamily, get_opclass_input_type(opclass),
+											get_opclass_input_type(opclass), strategy);
+		if (!OidIsValid(sort_operator))
 			return false;
-		*key_exprs = lappend(*key_exprs, expr);
-		info->nkeys++;
+		/*
+		 * A string's prefix is its bytes: its order is the collation's
+		 * only where the collation orders by bytes (C, POSIX, ucs_basic,
+		 * C.UTF-8). Others (libc, ICU, nondeterministic) stay PostgreSQL's.
+		 */
+		if (key_type->prefix_only && type_is_collatable(type) &&
+			!gpusort_collation_is_bytewise(pathkey->pk_eclass->ec_collation))
+			return false;
+		/* one engine key column per word of the key, most significant first */
+		for (int part = 0; part < key_type->nwords; part++)
+		{
+			int			k = info->nkeys++;
+
+			info->key_type[k] = type;
+			info->key_part[k] = part;
+			info->descending[k] = strategy == BTGreaterStrategyNumber;
+			info->nulls_first[k] = pathkey->pk_nulls_first;
+			info->collation[k] = pathkey->pk_eclass->ec_collation;
+			info->sort_operator[k] = sort_operator;
+			*key_exprs = lappend(*key_exprs, expr);
+		}
 	}
 	return info->nkeys > 0;
 }

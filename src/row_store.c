@@ -87,7 +87,9 @@ row_store_begin(const RowStoreSpec *spec)
 	store->chunks_context = AllocSetContextCreate(context, "GpuSort merge chunks",
 												  ALLOCSET_SMALL_SIZES);
 	key_reader_init(&store->key_reader, spec->plan->nkeys, spec->plan->key_attno,
-					spec->key_types);
+					spec->key_types, spec->plan->key_part);
+	if (gpusort_plan_has_prefix_keys(spec->plan))
+		store->ties = tie_resolver_create(spec->plan, spec->tuple_desc, context);
 	tuple_former_init(&store->former, context);
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
@@ -117,13 +119,24 @@ row_store_begin(const RowStoreSpec *spec)
 	return store;
 }
 
-/* Does a row with these keys come before the bounded sort's threshold? */
+/*
+ * Does a row with these keys come before the bounded sort's threshold?
+ * Where prefix keys tie, a row whose keys equal the threshold's may still
+ * come before the threshold's row: it is kept, and the comparator decides.
+ */
 static inline bool
 before_threshold(const RowStore *store, const uint64_t *keys, const bool *nulls)
 {
 	/* the usual case, decided by the first key */
 	if (!nulls[0] && !store->threshold_nulls[0] && keys[0] != store->threshold_keys[0])
 		return (keys[0] < store->threshold_keys[0]) != store->plan->descending[0];
+	if (store->ties != NULL)
+	{
+		bool		undecided;
+
+		return compare_keys_tied(store, keys, nulls, store->threshold_keys,
+								 store->threshold_nulls, &undecided) <= 0;
+	}
 	return compare_keys(store, keys, nulls, store->threshold_keys, store->threshold_nulls) < 0;
 }
 
@@ -569,6 +582,12 @@ row_store_stats(RowStore *store)
 	/* (a GPU run still open is asked now) */
 	if (store->gpu_run != NULL && service_rows_given_back(store->gpu_run->gpu))
 		store->stats.gpu_run_given_back = true;
+	if (store->ties != NULL)
+	{
+		store->stats.tie_groups = store->ties->groups;
+		store->stats.tie_rows = store->ties->rows;
+		store->stats.tie_comparisons = store->ties->comparisons;
+	}
 	return &store->stats;
 }
 

@@ -24,6 +24,7 @@ typedef struct RowStoreSpec
 {
 	const GpuSortPlanInfo *plan;
 	const GpuSortType *key_types[GS_MAX_KEY_COLUMNS];
+	TupleDesc	tuple_desc;		/* of the rows (the node's scan tuples) */
 	Size		work_mem_bytes;
 	int64		bound;			/* keep only the first `bound` rows; 0: all */
 	bool		random_access;	/* backward reads, rewind, mark/restore */
@@ -73,6 +74,10 @@ typedef struct RowStoreStats
 	/* a partitioned merge: key ranges, and how many parallel workers merged */
 	int			partitions;
 	int			partitions_by_workers;
+	/* prefix keys: ties put in order by PostgreSQL's comparator */
+	int64		tie_groups;		/* groups of rows tied after a sort */
+	int64		tie_rows;		/* rows in them */
+	int64		tie_comparisons;	/* comparisons of tied rows in merges */
 } RowStoreStats;
 
 extern RowStore *row_store_begin(const RowStoreSpec *spec);

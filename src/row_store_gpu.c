@@ -82,7 +82,10 @@ abandon_gpu_rows(void *arg)
 bool
 gpu_run_allowed(const RowStore *store)
 {
+	/* a GPU run's rows come back in the order of their encoded keys, with
+	 * no place to resolve ties of prefix keys: those go to files */
 	return store->spec.spill_to_gpu && gpusort_device != GS_DEVICE_CPU && gpu_service != NULL &&
+		store->ties == NULL &&
 		store->spec.bound == 0 && store->spec.share_files == NULL && store->ntuples > 0;
 }
 

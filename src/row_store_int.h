@@ -14,6 +14,7 @@
 #include "key_reader.h"
 #include "row_store.h"
 #include "service.h"
+#include "tie_resolver.h"
 #include "tuple_former.h"
 
 /* How many rows ahead reading from memory prefetches tuples. */
@@ -135,6 +136,8 @@ struct RowStore
 	const GpuSortPlanInfo *plan;
 	int			nkeys;
 	KeyReader	key_reader;
+	TieResolver *ties;			/* prefix keys: orders rows their encoded
+								 * keys tie (NULL: none can) */
 	TupleFormer former;			/* virtual slots' rows as tuples */
 	MemoryContext context;		/* the store and its files' structs */
 	MemoryContext rows_context; /* the rows in memory (dropped whole) */
@@ -307,6 +310,38 @@ compare_keys(const RowStore *store, const uint64_t *keys_a, const bool *nulls_a,
 			int			order = keys_a[k] < keys_b[k] ? -1 : 1;
 
 			return store->plan->descending[k] ? -order : order;
+		}
+	}
+	return 0;
+}
+
+/*
+ * With prefix keys (store->ties): compare_keys() up to the first prefix
+ * key whose encoded words tie where its prefix may not determine its
+ * value; there it stops with 0 and *undecided set, as the later keys'
+ * words say nothing before the comparator has ordered that key's values.
+ */
+static inline int
+compare_keys_tied(const RowStore *store, const uint64_t *keys_a, const bool *nulls_a,
+				  const uint64_t *keys_b, const bool *nulls_b, bool *undecided)
+{
+	*undecided = false;
+	for (int k = 0; k < store->nkeys; k++)
+	{
+		if (nulls_a[k] != nulls_b[k])
+			return nulls_a[k] == store->plan->nulls_first[k] ? -1 : 1;
+		if (nulls_a[k])
+			continue;
+		if (keys_a[k] != keys_b[k])
+		{
+			int			order = keys_a[k] < keys_b[k] ? -1 : 1;
+
+			return store->plan->descending[k] ? -order : order;
+		}
+		if (store->ties->is_flag[k] && (keys_a[k] & 0xFF) != 0)
+		{
+			*undecided = true;
+			return 0;
 		}
 	}
 	return 0;

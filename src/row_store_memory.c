@@ -15,6 +15,7 @@
 
 #include <sys/mman.h>
 
+#include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/memutils.h"
 
@@ -267,6 +268,43 @@ lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls)
 
 /* ---- sorting the rows in memory ---- */
 
+/*
+ * After a sort of rows with prefix keys: each group of rows that tie on
+ * their encoded keys up to a prefix that may not determine its value
+ * (compare_keys_tied()) lies together, ordered by the words after it;
+ * PostgreSQL's comparator puts it in order (tie_resolver.c).
+ */
+static void
+resolve_ties(RowStore *store)
+{
+	size_t		start = 0;
+	uint64_t	first_keys[GS_MAX_KEY_COLUMNS],
+				keys[GS_MAX_KEY_COLUMNS];
+	bool		first_nulls[GS_MAX_KEY_COLUMNS],
+				nulls[GS_MAX_KEY_COLUMNS];
+
+	while (start < store->ntuples)
+	{
+		size_t		end = start + 1;
+		bool		undecided = false;
+
+		sorted_keys_of(store, start, first_keys, first_nulls);
+		for (; end < store->ntuples; end++)
+		{
+			sorted_keys_of(store, end, keys, nulls);
+			compare_keys_tied(store, first_keys, first_nulls, keys, nulls, &undecided);
+			if (!undecided)
+				break;
+		}
+		if (end - start > 1)
+		{
+			tie_resolver_sort(store->ties, store->tuples, store->order + start, end - start);
+			CHECK_FOR_INTERRUPTS();
+		}
+		start = end;
+	}
+}
+
 /* Sorts the rows in memory; store->order gets their order. */
 void
 sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
@@ -287,7 +325,8 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 	settings.algorithm = algorithm;
 	settings.intervals = (uint32_t) Max(store->spec.intervals, 1);
 	settings.approx_mode = store->spec.approx_mode;
-	settings.limit = limit;
+	/* prefix keys: all rows in order, for their ties to be found whole */
+	settings.limit = store->ties != NULL ? 0 : limit;
 	/*
 	 * Equal widths over the whole input's range, also when a bounded sort
 	 * kept only some of its rows. The quantiles are those of the rows kept:
@@ -322,6 +361,8 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 	gs_sort_report_add(&store->stats.report, &report, !store->have_report);
 	store->have_report = true;
 	store->stats.layout_words = layout.nwords;
+	if (store->ties != NULL)
+		resolve_ties(store);
 	count_memory(store);
 }
 

@@ -218,6 +218,10 @@ plan_merge_key(RowStore *store, int first, int count, bool with_memory)
 
 		if (k > 0 && total + width > 64)
 			break;
+		/* nothing after a prefix key's last word, whose ties the
+		 * comparator decides, not the words after it */
+		if (k > 0 && store->ties != NULL && store->ties->is_flag[k - 1])
+			break;
 		store->packed_min[k] = ranges[k].has_value ? ranges[k].min_key : 0;
 		store->packed_range[k] = range;
 		widths[k] = width;
@@ -282,8 +286,17 @@ merge_key_before(RowStore *store, MergeKey a, MergeKey b)
 	{
 		MergeInput *x = &store->inputs[(int) (a & MERGE_INPUT_MASK)];
 		MergeInput *y = &store->inputs[(int) (b & MERGE_INPUT_MASK)];
-		int			order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
+		int			order;
+		bool		undecided = false;
 
+		if (store->ties == NULL)
+			order = compare_keys(store, x->keys, x->nulls, y->keys, y->nulls);
+		else
+			order = compare_keys_tied(store, x->keys, x->nulls, y->keys, y->nulls, &undecided);
+		/* prefixes that tie and may not determine their values: the
+		 * comparator decides (tie_resolver.c) */
+		if (undecided)
+			order = tie_resolver_compare(store->ties, x->tuple, y->tuple);
 		if (order != 0)
 			return order < 0;
 	}
@@ -325,7 +338,7 @@ replay_tree(RowStore *store, int i)
 	MergeKey	winner = merge_key(store, i);
 	int			node = (i + store->ninputs) / 2;
 
-	if (store->nkeys == 1)
+	if (store->nkeys == 1 && store->ties == NULL)
 	{
 		/* merge keys alone decide: no branch on the data */
 		for (; node >= 1; node /= 2)

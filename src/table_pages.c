@@ -161,7 +161,8 @@ table_pages_gather(PlanState *child, RowStore *store, const RowStoreSpec *spec)
 		for (int k = 0; k < nkeys; k++)
 			table_key_attno[k] = columns[table_key_attno[k] - 1];
 	}
-	key_reader_init(&keys_on_page, nkeys, table_key_attno, spec->key_types);
+	key_reader_init(&keys_on_page, nkeys, table_key_attno, spec->key_types,
+					spec->plan->key_part);
 
 	if (child->instrument)
 		InstrStartNode(child->instrument);

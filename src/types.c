@@ -8,12 +8,36 @@
  * exactly. float4 and float8 map through the IEEE bits in PostgreSQL's
  * order (NaN above +Infinity, -0 equal to +0); sorts of floats therefore move
  * the original values by permutation instead of decoding keys.
+ *
+ * ORDER BY also takes other types whose default btree order fits exactly
+ * in at most 128 bits: bool, "char", oid, money, time, pg_lsn, macaddr,
+ * macaddr8 in one word; timetz, interval and uuid in two. A key of two
+ * words is two engine key columns (the planner expands it, GpuSortPlanInfo's
+ * key_part says which word a column holds), compared high word first: the
+ * engine, the merges and the bounds compare key columns in order anyway,
+ * so no part of the row store knows; encode_words() fills all of a key's
+ * words in one call, read once per row. No key of these types ties unless
+ * the comparator says its values are equal, so none needs resolving.
+ *
+ * Strings (text, varchar, bpchar, name, bytea) under a collation that
+ * orders by bytes become a prefix of a few words (prefix_words()); rows
+ * whose prefixes tie where a prefix does not determine its value are put
+ * in order by PostgreSQL's own comparator afterwards (tie_resolver.c).
+ * numeric is sorted so on PostgreSQL's abbreviated key (encode_numeric()).
  */
 #include "gpusort.h"
 
 #include "catalog/pg_type_d.h"
+#include "utils/builtins.h"
+#include "utils/cash.h"
 #include "utils/date.h"
+#include "utils/fmgrprotos.h"
+#include "utils/inet.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/sortsupport.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 static uint64_t
 encode_int2(Datum value)
@@ -75,15 +99,236 @@ decode_float8(uint64_t key)
 	return Float8GetDatum(gs_decode_float8(key));
 }
 
+/* bool and "char": btcharcmp compares "char" as unsigned */
+static uint64_t
+encode_bool(Datum value)
+{
+	return DatumGetBool(value) ? 1 : 0;
+}
+
+static uint64_t
+encode_char(Datum value)
+{
+	return (uint8) DatumGetChar(value);
+}
+
+/* oid and pg_lsn: unsigned already */
+static uint64_t
+encode_oid(Datum value)
+{
+	return DatumGetObjectId(value);
+}
+
+static uint64_t
+encode_uint64(Datum value)
+{
+	return (uint64_t) DatumGetInt64(value);
+}
+
+/* `bytes` big-endian bytes from `data` as an unsigned number: memcmp order */
+static uint64_t
+big_endian(const uint8 *data, int bytes)
+{
+	uint64_t	word = 0;
+
+	for (int i = 0; i < bytes; i++)
+		word = (word << 8) | data[i];
+	return word;
+}
+
+/* uuid_cmp is memcmp of the 16 bytes: the high 8 bytes, then the low 8 */
+static void
+encode_uuid(Datum value, uint64_t *words)
+{
+	const pg_uuid_t *uuid = DatumGetUUIDP(value);
+
+	words[0] = big_endian(uuid->data, 8);
+	words[1] = big_endian(uuid->data + 8, 8);
+}
+
+/* macaddr_cmp_internal: the 6 bytes in order (hibits, then lobits) */
+static uint64_t
+encode_macaddr(Datum value)
+{
+	return big_endian((const uint8 *) DatumGetMacaddrP(value), 6);
+}
+
+static uint64_t
+encode_macaddr8(Datum value)
+{
+	return big_endian((const uint8 *) DatumGetMacaddr8P(value), 8);
+}
+
+/*
+ * timetz_cmp_internal: by the UTC time (time + zone seconds), then by the
+ * zone; both are small enough for int64 (the time is within a day, the
+ * zone within +-16 hours).
+ */
+static void
+encode_timetz(Datum value, uint64_t *words)
+{
+	const TimeTzADT *time = DatumGetTimeTzADTP(value);
+
+	words[0] = gs_encode_int64(time->time + (int64) time->zone * USECS_PER_SEC);
+	words[1] = gs_encode_int64(time->zone);
+}
+
+/*
+ * interval_cmp_value: months as 30 days, days as 24 hours, all in
+ * microseconds, a 128-bit span (PostgreSQL 17's infinite intervals, every
+ * field at its extreme, land beyond every finite span as they compare).
+ * Its high 64 bits are signed, the low ones unsigned.
+ */
+static void
+encode_interval(Datum value, uint64_t *words)
+{
+	const Interval *interval = DatumGetIntervalP(value);
+	__int128	span = (__int128) interval->time +
+		(__int128) ((int64) interval->month * 30 + interval->day) * USECS_PER_DAY;
+
+	words[0] = gs_encode_int64((int64) (span >> 64));
+	words[1] = (uint64_t) span;
+}
+
+/*
+ * Strings: a prefix of PREFIX_WORDS words, compared as unsigned words in
+ * order, whose bytes are the value's first PREFIX_BYTES bytes (zero after
+ * its end) and whose last byte says whether the value may go on beyond
+ * them (1) or is all there (0). Under a collation that orders by bytes
+ * (the planner allows no other), a value that is all there and holds no
+ * zero byte (text never does; bytea may) is determined by its prefix:
+ * equal prefixes of two such values are equal values. A value that is
+ * all there sorts before one that goes on with the same bytes, as it
+ * should: it is a prefix of that one, and shorter. Equal prefixes that
+ * go on are ties for the comparator (tie_resolver.c).
+ */
+#define PREFIX_WORDS 2
+#define PREFIX_BYTES (PREFIX_WORDS * 8 - 1)
+
+static void
+prefix_words(const uint8 *bytes, size_t length, bool may_hold_zero, uint64_t *words)
+{
+	uint8		prefix[PREFIX_WORDS * 8];
+
+	memset(prefix, 0, sizeof(prefix));
+	memcpy(prefix, bytes, Min(length, PREFIX_BYTES));
+	prefix[PREFIX_BYTES] = length > PREFIX_BYTES ||
+		(may_hold_zero && memchr(bytes, 0, length) != NULL) ? 1 : 0;
+	for (int w = 0; w < PREFIX_WORDS; w++)
+		words[w] = big_endian(prefix + 8 * w, 8);
+}
+
+/* text and varchar: the bytes of the string */
+static void
+encode_text(Datum value, uint64_t *words)
+{
+	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
+
+	prefix_words((const uint8 *) VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), false, words);
+	if ((Pointer) text != DatumGetPointer(value))
+		pfree(text);
+}
+
+/* bpchar: bpcharcmp ignores trailing spaces */
+static void
+encode_bpchar(Datum value, uint64_t *words)
+{
+	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
+
+	prefix_words((const uint8 *) VARDATA_ANY(text),
+				 bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)), false, words);
+	if ((Pointer) text != DatumGetPointer(value))
+		pfree(text);
+}
+
+/* name: NAMEDATALEN bytes, the name up to its first zero */
+static void
+encode_name(Datum value, uint64_t *words)
+{
+	const char *name = NameStr(*DatumGetName(value));
+
+	prefix_words((const uint8 *) name, strnlen(name, NAMEDATALEN), false, words);
+}
+
+/* bytea: byteacmp is memcmp, then the shorter first; zero bytes allowed */
+static void
+encode_bytea(Datum value, uint64_t *words)
+{
+	struct varlena *bytes = PG_DETOAST_DATUM_PACKED(value);
+
+	prefix_words((const uint8 *) VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), true, words);
+	if ((Pointer) bytes != DatumGetPointer(value))
+		pfree(bytes);
+}
+
+/*
+ * numeric: PostgreSQL's own abbreviated key (numeric_sortsupport()'s
+ * converter, the same on 15 and 18), a signed 64-bit number that orders
+ * numerics backwards (NaN lowest, then +Infinity, ..., -Infinity highest:
+ * numeric_cmp_abbrev() compares it so): inverted, it is a key in numeric
+ * order, NaN above +Infinity. Equal abbreviations may hide different
+ * values (more digits than it holds, weights beyond its range), so the
+ * second word, the flag, always says the prefix may not determine the
+ * value, and the comparator decides every tie. The converter needs its
+ * SortSupport, one per process: it keeps no state that matters (only an
+ * estimate of distinct values, which nothing here reads).
+ */
+static SortSupportData numeric_abbreviation;
+static bool numeric_abbreviation_ready = false;
+
+static void
+encode_numeric(Datum value, uint64_t *words)
+{
+	if (!numeric_abbreviation_ready)
+	{
+		memset(&numeric_abbreviation, 0, sizeof(numeric_abbreviation));
+		numeric_abbreviation.ssup_cxt = TopMemoryContext;
+		numeric_abbreviation.abbreviate = true;
+		DirectFunctionCall1(numeric_sortsupport, PointerGetDatum(&numeric_abbreviation));
+		if (numeric_abbreviation.abbrev_converter == NULL)
+			elog(ERROR, "gpusort: numeric has no abbreviated keys");
+		numeric_abbreviation_ready = true;
+	}
+	words[0] = ~gs_encode_int64(DatumGetInt64(numeric_abbreviation.abbrev_converter(value,
+																					&numeric_abbreviation)));
+	words[1] = 1;
+}
+
+/*
+ * type, typlen, byval, integral, array element, words, prefix only,
+ * encode (one word) or encode_words (more), decode.
+ * Only the first eight are array elements (array_functions.c reads them as
+ * 2-, 4- or 8-byte values and writes integral ones back from their keys);
+ * the others are ORDER BY keys only, and none of them is integral: the
+ * approximate opt-in stays one integer-like key.
+ */
 static const GpuSortType supported_types[] = {
-	{INT2OID, 2, true, encode_int2, decode_int2},
-	{INT4OID, 4, true, encode_int4, decode_int4},
-	{INT8OID, 8, true, encode_int8, decode_int8},
-	{DATEOID, 4, true, encode_int4, decode_int4},
-	{TIMESTAMPOID, 8, true, encode_int8, decode_int8},
-	{TIMESTAMPTZOID, 8, true, encode_int8, decode_int8},
-	{FLOAT4OID, 4, false, encode_float4, decode_float4},
-	{FLOAT8OID, 8, false, encode_float8, decode_float8},
+	{INT2OID, 2, true, true, true, 1, false, encode_int2, NULL, decode_int2},
+	{INT4OID, 4, true, true, true, 1, false, encode_int4, NULL, decode_int4},
+	{INT8OID, 8, true, true, true, 1, false, encode_int8, NULL, decode_int8},
+	{DATEOID, 4, true, true, true, 1, false, encode_int4, NULL, decode_int4},
+	{TIMESTAMPOID, 8, true, true, true, 1, false, encode_int8, NULL, decode_int8},
+	{TIMESTAMPTZOID, 8, true, true, true, 1, false, encode_int8, NULL, decode_int8},
+	{FLOAT4OID, 4, true, false, true, 1, false, encode_float4, NULL, decode_float4},
+	{FLOAT8OID, 8, true, false, true, 1, false, encode_float8, NULL, decode_float8},
+	{BOOLOID, 1, true, false, false, 1, false, encode_bool, NULL, NULL},
+	{CHAROID, 1, true, false, false, 1, false, encode_char, NULL, NULL},
+	{OIDOID, 4, true, false, false, 1, false, encode_oid, NULL, NULL},
+	{CASHOID, 8, true, false, false, 1, false, encode_int8, NULL, NULL},
+	{TIMEOID, 8, true, false, false, 1, false, encode_int8, NULL, NULL},
+	{PG_LSNOID, 8, true, false, false, 1, false, encode_uint64, NULL, NULL},
+	{MACADDROID, 6, false, false, false, 1, false, encode_macaddr, NULL, NULL},
+	{MACADDR8OID, 8, false, false, false, 1, false, encode_macaddr8, NULL, NULL},
+	{TIMETZOID, 12, false, false, false, 2, false, NULL, encode_timetz, NULL},
+	{INTERVALOID, 16, false, false, false, 2, false, NULL, encode_interval, NULL},
+	{UUIDOID, 16, false, false, false, 2, false, NULL, encode_uuid, NULL},
+	/* variable-length: read through slot_getattr(), typlen -1 */
+	{TEXTOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
+	{VARCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
+	{BPCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_bpchar, NULL},
+	{NAMEOID, NAMEDATALEN, false, false, false, PREFIX_WORDS, true, NULL, encode_name, NULL},
+	{BYTEAOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_bytea, NULL},
+	{NUMERICOID, -1, false, false, false, 2, true, NULL, encode_numeric, NULL},
 };
 
 const GpuSortType *
@@ -103,6 +348,7 @@ gpusort_type_names(bool integral_only)
 		return "smallint, integer, bigint, date, timestamp, timestamptz";
 	return "smallint, integer, bigint, date, timestamp, timestamptz, real, double precision";
 }
+
 
 /* Reads one array element (typlen bytes, aligned) as a key. */
 uint64_t

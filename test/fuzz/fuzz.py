@@ -45,9 +45,22 @@ except ImportError:
 
 KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
             ("dt", "date"), ("ts", "timestamp"), ("tz", "timestamptz"),
-            ("f4", "real"), ("f8", "double precision")]
+            ("f4", "real"), ("f8", "double precision"),
+            ("bo", "boolean"), ("u", "uuid"), ("iv", "interval"), ("ttz", "timetz"),
+            ("nu", "numeric")]
 GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
-             "timestamptz", "real", "double precision"}
+             "timestamptz", "real", "double precision",
+             "boolean", "uuid", "interval", "timetz", "time without time zone",
+             "text C", "numeric"}
+# engine key words a key of the type takes (GpuSort takes at most 8); "text
+# C" is text under the C collation (a two-word prefix), which GpuSort takes;
+# plain "text" has the database's collation, which it may not
+TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C", "numeric"}
+
+
+def key_words(types):
+    return sum(2 if t in TWO_WORD_TYPES else 1 for t in types)
+
 
 EXTREMES = {
     "smallint": "'{-32768,32767,0,-1,1}'::int2[]",
@@ -58,9 +71,20 @@ EXTREMES = {
     "timestamptz": "'{infinity,-infinity,\"4713-11-25 00:00:00+00 BC\",\"294276-12-30 23:59:59.999999+00\",\"2000-01-01 00:00:00+00\"}'::timestamptz[]",
     "real": "'{NaN,Infinity,-Infinity,-0,0,1.4e-45,3.4e38,-3.4e38,1}'::real[]",
     "double precision": "'{NaN,Infinity,-Infinity,-0,0,5e-324,1.7976931348623157e308,-1.7976931348623157e308,1}'::float8[]",
+    "boolean": "'{true,false}'::boolean[]",
+    "uuid": "'{00000000-0000-0000-0000-000000000000,ffffffff-ffff-ffff-ffff-ffffffffffff,"
+            "80000000-0000-0000-0000-000000000000,7fffffff-ffff-ffff-8000-000000000000,"
+            "00000000-0000-0000-ffff-ffffffffffff}'::uuid[]",
+    # justified, so that equal intervals print alike (the comparison is by text)
+    "interval": "'{\"178000000 years\",\"-178000000 years\",0,\"1 mon\",\"-1 mon -29 days -23:59:59.999999\"}'::interval[]",
+    # the same UTC time in different zones: ordered by zone
+    "timetz": "'{00:00:00+15:59,24:00:00-15:59,12:00:00+02,11:00:00+01,10:00:00+00}'::timetz[]",
+    # numeric prints its scale: values equal under = print alike here
+    "numeric": "'{NaN,Infinity,-Infinity,1e-300,-1e300}'::numeric[]",
 }
 NEXTREMES = {"smallint": 5, "integer": 5, "bigint": 5, "date": 5, "timestamp": 5,
-             "timestamptz": 5, "real": 9, "double precision": 9}
+             "timestamptz": 5, "real": 9, "double precision": 9,
+             "boolean": 2, "uuid": 5, "interval": 5, "timetz": 5, "numeric": 5}
 
 
 class Hash:
@@ -102,6 +126,35 @@ def column_expr(rng, typ):
         full = "(%s + (%s %% 8000000000000000 - 4000000000000000) * interval '1 microsecond')" % (base, H.u())
         few = "(%s + (%s %% %d) * interval '1 hour')" % (base, H.u(), n)
         mid = "(%s + (%s %% 1000) * interval '1 second')" % (base, H.u())
+    elif typ == "boolean":
+        full = "(%s %% 2 = 0)" % H.u()
+        few = "(%s %% %d = 0)" % (H.u(), n + 1)
+        mid = "(%s %% 7 < 3)" % H.u()
+    elif typ == "uuid":
+        hexes = "lpad(to_hex(%s), 16, '0') || lpad(to_hex(%s), 16, '0')" % (H.h(), H.h())
+        full = "(%s)::uuid" % hexes
+        few = "md5((%s %% %d)::text)::uuid" % (H.u(), n)
+        # a shared high word: the low word decides
+        mid = "('12345678-9abc-def0-' || substr(md5((%s %% 1000)::text), 1, 4) || '-' || " \
+              "substr(md5((%s %% 1000)::text), 5, 12))::uuid" % (H.u(), H.u())
+    elif typ == "numeric":
+        # one scale per column, so that equal values print alike (the
+        # comparison is by text); many digits, far weights
+        full = "round(((%s::numeric - 4611686018427387904) * power(10::numeric, %s %% 60 - 30)), 40)" % (
+            H.h(), H.u())
+        few = "((%s %% %d - %d)::numeric / 4)" % (H.u(), n, n // 2)
+        mid = "((%s %% 100000 - 50000)::numeric / 100)::numeric(12, 2)" % H.u()
+    elif typ == "interval":
+        full = "justify_interval(make_interval(months => (%s %% 4000 - 2000)::int, days => (%s %% 100 - 50)::int, " \
+               "secs => (%s %% 200000000000 - 100000000000) / 1e6))" % (H.u(), H.u(), H.u())
+        few = "((%s %% %d - %d) * interval '1 day')" % (H.u(), n, n // 2)
+        mid = "justify_interval((%s %% 1000 - 500) * interval '7 hours')" % H.u()
+    elif typ == "timetz":
+        zone = "to_char((%s %% 27 - 13)::int, 'S00') || ':' || CASE WHEN %s %% 4 = 0 THEN '30' ELSE '00' END" % (
+            H.u(), H.u())
+        full = "((time '00:00' + (%s %% 86400000000) * interval '1 microsecond')::text || %s)" % (H.u(), zone)
+        few = "((time '00:00' + (%s %% %d) * interval '1 hour')::text || %s)" % (H.u(), n, zone)
+        mid = "((time '12:00' + (%s %% 1000) * interval '1 minute')::text || '+00')" % H.u()
     else:
         full = "((%s::float8 / 9.3e18) * power(10::float8, %s %% %d - %d))" % (
             H.h(), H.u(), 60 if typ == "real" else 600, 30 if typ == "real" else 300)
@@ -110,8 +163,9 @@ def column_expr(rng, typ):
         mid = "(((%s %% 1000) - 500) * 0.25 * CASE WHEN %s %% 2 = 0 THEN 1 ELSE -1 END)" % (H.u(), H.u())
     if dist == "extreme":
         pct = rng.choice([5, 20, 50])
-        val = "CASE WHEN %s %% 100 < %d THEN (%s)[1 + %s %% %d] ELSE %s END" % (
-            H.u(), pct, EXTREMES[typ], H.u(), NEXTREMES[typ], rng.choice([full, few, mid]))
+        # (cast: some expressions above are text spelling the type's values)
+        val = "CASE WHEN %s %% 100 < %d THEN (%s)[1 + %s %% %d] ELSE (%s)::%s END" % (
+            H.u(), pct, EXTREMES[typ], H.u(), NEXTREMES[typ], rng.choice([full, few, mid]), typ)
     else:
         val = {"full": full, "few": few, "mid": mid}[dist]
     nullpct = rng.choice([0, 0, 1, 5, 20, 50])
@@ -126,11 +180,19 @@ def table_setup(rng, name, nrows):
     for c, typ in KEY_COLS:
         cols.append("%s AS %s" % (column_expr(rng, typ), c))
     txt = rng.choice(["md5(i::text)", "'v' || (%s %% 5)" % H.u(),
-                      "CASE WHEN %s %% 10 = 0 THEN NULL ELSE md5(i::text) END" % H.u()])
+                      "CASE WHEN %s %% 10 = 0 THEN NULL ELSE md5(i::text) END" % H.u(),
+                      # long shared prefixes, empty strings, case and
+                      # multibyte variants, strings shorter than a prefix
+                      "CASE WHEN %s %% 7 = 0 THEN '' WHEN %s %% 7 = 1 THEN NULL "
+                      "WHEN %s %% 7 = 2 THEN 'Customer_' || lpad((%s %% 300)::text, 20, '0') "
+                      "WHEN %s %% 7 = 3 THEN 'customer_' || lpad((%s %% 300)::text, 20, '0') || 'é' "
+                      "WHEN %s %% 7 = 4 THEN repeat('ü', (%s %% 12)::int) || 'x' "
+                      "ELSE left(md5(i::text), (%s %% 20)::int) END" % tuple(H.u() for _ in range(9))])
     cols.append("%s AS txt" % txt)
     return [
         "CREATE TABLE %s (id int NOT NULL, g int, i2 smallint, i4 integer, i8 bigint, dt date, "
-        "ts timestamp, tz timestamptz, f4 real, f8 double precision, txt text)" % name,
+        "ts timestamp, tz timestamptz, f4 real, f8 double precision, bo boolean, u uuid, "
+        "iv interval, ttz timetz, nu numeric, txt text)" % name,
         # rows stored in hash order: physical order is not id order
         "INSERT INTO %s SELECT %s FROM generate_series(1, %d) i ORDER BY %s, i" % (
             name, ", ".join(cols), nrows, H.h()),
@@ -210,6 +272,21 @@ def key_exprs(rng, c, typ, x):
                                    ("%s::float8" % col, "double precision"),
                                    ("floor(%s)" % col, "double precision"),
                                    ("coalesce(%s, 'NaN')" % col, typ)]
+    elif typ == "numeric":
+        opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("coalesce(%s, 'NaN')" % col, typ),
+                                   ("abs(%s)" % col, typ)]
+    elif typ == "boolean":
+        opts = [(col, typ)] * 4 + [("NOT %s" % col, typ), ("coalesce(%s, true)" % col, typ)]
+    elif typ == "uuid":
+        opts = [(col, typ)] * 4 + [("coalesce(%s, '00000000-0000-0000-0000-000000000000')" % col, typ),
+                                   ("md5(%s::text)::uuid" % col, typ)]
+    elif typ == "interval":
+        opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("justify_interval(%s / 2)" % col, typ),
+                                   ("coalesce(%s, '0')" % col, typ)]
+    elif typ == "timetz":
+        opts = [(col, typ)] * 4 + [("%s + interval '90 minutes'" % col, typ),
+                                   ("%s AT TIME ZONE '+03'" % col, typ),
+                                   ("%s::time" % col, "time without time zone")]
     else:
         opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("abs(%s)" % col, typ),
                                    ("floor(%s)" % col, typ), ("round(%s)" % col, typ),
@@ -225,6 +302,12 @@ def random_key(rng, x, allow_text=True):
         return Key("%s.id %% 10" % x, "integer")
     if r < 0.15 and allow_text:
         return Key(rng.choice(["%s.txt" % x, "left(%s.txt, 1)" % x]), "text")
+    if r < 0.22 and allow_text:
+        # bytes order: prefixes that tie (long shared ones, longer strings
+        # than the prefix), resolved by PostgreSQL's comparator
+        return Key(rng.choice(["%s.txt COLLATE \"C\"" % x, "upper(%s.txt) COLLATE \"C\"" % x,
+                               "(%s.txt || %s.i4) COLLATE \"C\"" % (x, x),
+                               "left(%s.txt, 3) COLLATE \"C\"" % x]), "text C")
     c, typ = rng.choice(KEY_COLS)
     e, t = key_exprs(rng, c, typ, x)
     return Key(e, t)
@@ -355,7 +438,8 @@ class Gen:
 
     @staticmethod
     def eligible(keys):
-        return len(keys) <= 8 and all(k.typ in GPU_TYPES and not k.volatile for k, _, _ in keys)
+        return key_words(k.typ for k, _, _ in keys) <= 8 and \
+            all(k.typ in GPU_TYPES and not k.volatile for k, _, _ in keys)
 
     def select_core(self, q, limited_hint=None, force_total=False, allow_srf=True):
         """SELECT keys..., payload FROM source ORDER BY ... [LIMIT]; fills q."""
@@ -502,7 +586,7 @@ class Gen:
         q.nkeys = nk
         q.first_partial, q.last_partial = fp, lp
         q.normalize = True
-        q.eligible = all(t in GPU_TYPES for e, t in ordered)
+        q.eligible = key_words(t for e, t in ordered) <= 8 and all(t in GPU_TYPES for e, t in ordered)
         q.kind = "group-by:" + tname
 
     def distinct(self, q):
@@ -525,7 +609,7 @@ class Gen:
         q.nkeys = len(keys)
         q.first_partial, q.last_partial = fp, lp
         q.normalize = True
-        q.eligible = all(k.typ in GPU_TYPES for k in keys)
+        q.eligible = key_words(k.typ for k in keys) <= 8 and all(k.typ in GPU_TYPES for k in keys)
 
     def lateral(self, q):
         r = self.rng

@@ -1,0 +1,166 @@
+-- ORDER BY string keys (text, varchar, bpchar, name, bytea) under collations
+-- that order by bytes ("C", "POSIX", ucs_basic): each key is sorted on a
+-- prefix of its bytes, and rows whose prefixes tie where a prefix does not
+-- determine its value are put in order by PostgreSQL's comparator. Every
+-- query is compared row by row with PostgreSQL's own sort (gpusort.enabled
+-- = off), keys by position and rows as multisets, and must have used
+-- GpuSort. Other collations stay PostgreSQL's sort.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_text;  -- this file's tables and functions
+SET search_path = order_by_text, public;
+LOAD 'gpusort';
+SELECT setseed(0.75);
+SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
+SET gpusort.gpu_min_elements = 0;
+SET gpusort.explain_details = off;
+SET max_parallel_workers_per_gather = 0;
+
+-- 20000 rows: empty strings, strings shorter and longer than a prefix
+-- (15 bytes), long shared prefixes (names of one customer table), case
+-- variants, multibyte characters, trailing spaces (bpchar ignores them),
+-- zero bytes (bytea), duplicates and NULLs
+CREATE TABLE st AS
+SELECT i AS id,
+  CASE WHEN i % 17 = 0 THEN NULL
+       WHEN i % 11 = 0 THEN ''
+       WHEN i % 5 = 0 THEN 'customer_' || lpad((i % 700)::text, 12, '0') || '_' || (i % 3)
+       WHEN i % 5 = 1 THEN md5(i::text)
+       WHEN i % 5 = 2 THEN left(md5((i % 300)::text), (i % 20))
+       WHEN i % 5 = 3 THEN CASE WHEN i % 2 = 0 THEN upper(md5((i % 50)::text)) ELSE md5((i % 50)::text) END
+       ELSE repeat('é', i % 9) ||
+            chr(CASE WHEN getdatabaseencoding() = 'UTF8' THEN 128512 ELSE 97 END + i % 5) ||
+            repeat('a', i % 23) END AS t,
+  CASE WHEN i % 13 = 0 THEN NULL ELSE (repeat('ab', i % 11) || (i % 97))::varchar(30) END AS v,
+  CASE WHEN i % 19 = 0 THEN NULL ELSE (repeat('x', i % 4) || CASE WHEN i % 3 = 0 THEN ' ' ELSE '' END ||
+       chr(32 + i % 3))::char(20) END AS b,
+  ('relation_with_long_name_' || (i % 400))::name AS n,
+  CASE WHEN i % 23 = 0 THEN NULL
+       ELSE decode(repeat('00', i % 3) || lpad(to_hex(i % 257), 4, '0') || repeat('ff', i % 18), 'hex') END AS by
+FROM generate_series(1, 20000) i;
+ANALYZE st;
+
+-- same_order(query, keys): as in order_by_types.sql
+CREATE FUNCTION same_order(query text, keys text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  plan text;
+  used boolean := false;
+  key_differences bigint;
+  row_differences bigint;
+  total bigint;
+BEGIN
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    used := used OR plan LIKE '%GpuSort%';
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = off;
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = on;
+  SELECT count(*) INTO total FROM pg_result;
+  EXECUTE format('SELECT count(*) FROM ((SELECT pos, %1$s FROM gpu_result EXCEPT ALL SELECT pos, %1$s FROM pg_result)
+                  UNION ALL (SELECT pos, %1$s FROM pg_result EXCEPT ALL SELECT pos, %1$s FROM gpu_result)) d', keys)
+    INTO key_differences;
+  SELECT count(*) INTO row_differences FROM (
+    (SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row
+     EXCEPT ALL SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row)
+    UNION ALL
+    (SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row
+     EXCEPT ALL SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row)) d;
+  DROP TABLE gpu_result;
+  DROP TABLE pg_result;
+  RETURN CASE WHEN NOT used THEN 'GpuSort not used'
+              WHEN key_differences > 0 THEN key_differences || ' positions differ'
+              WHEN row_differences > 0 THEN row_differences || ' rows differ'
+              ELSE 'same ' || total || ' rows' END;
+END $$;
+
+-- the plan names the collation, as PostgreSQL's Sort does
+EXPLAIN (COSTS OFF) SELECT * FROM st ORDER BY t COLLATE "C" DESC, by;
+
+-- keys are compared as bytes of the collation's order: the output
+-- columns below are cast to bytea, so that the comparison of rows by
+-- position is by the same bytes whatever the database's collation
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C"', 'x'),
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C" DESC', 'x'),
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "POSIX" NULLS FIRST', 'x'),
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE ucs_basic DESC NULLS LAST, id', 'x, id'),
+  ('SELECT id, v::text::bytea AS x FROM st ORDER BY v COLLATE "C"', 'x'),
+  ('SELECT id, v::text::bytea AS x FROM st ORDER BY v COLLATE "C" DESC, id DESC', 'x, id'),
+  ('SELECT id, rtrim(b)::bytea AS x FROM st ORDER BY b COLLATE "C"', 'x'),
+  ('SELECT id, rtrim(b)::bytea AS x FROM st ORDER BY b COLLATE "C" DESC NULLS LAST, id', 'x, id'),
+  ('SELECT id, n::text::bytea AS x FROM st ORDER BY n COLLATE "C"', 'x'),
+  ('SELECT id, n::text::bytea AS x FROM st ORDER BY n COLLATE "C" DESC, id', 'x, id'),
+  ('SELECT id, by AS x FROM st ORDER BY by', 'x'),
+  ('SELECT id, by AS x FROM st ORDER BY by DESC NULLS LAST', 'x'),
+  -- several keys: string keys around others
+  ('SELECT id, t::bytea AS x, by AS y FROM st ORDER BY t COLLATE "C", by DESC, id', 'x, y, id'),
+  ('SELECT id, (id % 7) AS x, t::bytea AS y FROM st ORDER BY id % 7, t COLLATE "C" DESC', 'x, y'),
+  ('SELECT id, n::text::bytea AS x, t::bytea AS y FROM st ORDER BY n COLLATE "C", t COLLATE "C"', 'x, y'),
+  -- expressions (read through the slot), and long equal prefixes only
+  ('SELECT id, lower(t)::bytea AS x FROM st ORDER BY lower(t) COLLATE "C"', 'x'),
+  ('SELECT id, (repeat(''p'', 40) || id % 100)::bytea AS x FROM st ORDER BY (repeat(''p'', 40) || id % 100) COLLATE "C"', 'x'),
+  -- LIMIT: ties on the prefix at the threshold go to the comparator
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C", id LIMIT 100', 'x, id'),
+  ('SELECT id, t::bytea AS x FROM st WHERE t LIKE ''customer%'' ORDER BY t COLLATE "C" DESC, id LIMIT 250 OFFSET 3', 'x, id'),
+  ('SELECT id, n::text::bytea AS x FROM st ORDER BY n COLLATE "C", id LIMIT 1000', 'x, id')
+) AS queries(q, k);
+
+-- EXPLAIN ANALYZE says how many tied rows PostgreSQL's comparator ordered
+SELECT line FROM explain_stable('SELECT * FROM st WHERE t LIKE ''customer%'' ORDER BY t COLLATE "C"', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|GpuSort';
+
+-- collations that do not order by bytes: PostgreSQL's sort (a libc one
+-- of this server's, where it has one)
+DO $$
+DECLARE
+  libc_collation name;
+  plan text;
+  used boolean := false;
+BEGIN
+  SELECT collname INTO libc_collation FROM pg_collation
+   WHERE collprovider = 'c' AND collname NOT IN ('C', 'POSIX', 'ucs_basic', 'default')
+     AND collencoding IN (-1, pg_char_to_encoding(getdatabaseencoding()))
+   ORDER BY collname LIMIT 1;
+  IF libc_collation IS NOT NULL THEN
+    FOR plan IN EXECUTE format('EXPLAIN (COSTS OFF) SELECT * FROM st ORDER BY t COLLATE %I', libc_collation) LOOP
+      used := used OR plan LIKE '%GpuSort%';
+    END LOOP;
+  END IF;
+  RAISE NOTICE 'a libc collation''s sort is GpuSort: %', used;
+END $$;
+
+-- rows beyond work_mem: sorted runs on disk, merged on their encoded keys
+-- and, where those tie, the comparator
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C"', 'x'),
+  ('SELECT id, n::text::bytea AS x, by AS y FROM st ORDER BY n COLLATE "C" DESC, by', 'x, y'),
+  ('SELECT id, rtrim(b)::bytea AS x FROM st ORDER BY b COLLATE "C", id DESC', 'x, id'),
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C" DESC, id LIMIT 3000', 'x, id')
+) AS queries(q, k);
+RESET work_mem;
+
+-- the parallel GpuSort: shares sorted in workers, merged above the Gather
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT * FROM st ORDER BY t COLLATE "C", id;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C", id', 'x, id'),
+  ('SELECT id, n::text::bytea AS x FROM st ORDER BY n COLLATE "C" DESC', 'x')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM st ORDER BY t COLLATE "C"', 'x'),
+  ('SELECT id, by AS x, v::text::bytea AS y FROM st ORDER BY by DESC, v COLLATE "C"', 'x, y')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+
+DROP SCHEMA order_by_text CASCADE;

@@ -1,0 +1,213 @@
+-- ORDER BY keys of the fixed-width types beyond the integers and floats:
+-- boolean, "char", oid, money, time, pg_lsn, macaddr, macaddr8 (one engine
+-- key column each) and timetz, interval, uuid (two each: the 128-bit key's
+-- high and low words). Every query is compared row by row with PostgreSQL's
+-- own sort (gpusort.enabled = off), keys by position and rows as multisets,
+-- and must have used GpuSort.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_types;  -- this file's tables and functions
+SET search_path = order_by_types, public;
+LOAD 'gpusort';
+SELECT setseed(0.25);
+SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
+SET gpusort.gpu_min_elements = 0;
+SET gpusort.explain_details = off;
+SET max_parallel_workers_per_gather = 0;
+
+-- 20000 rows: duplicates, NULLs, extreme values (uuids with the top bit
+-- set, negative and huge intervals, timetz values at the same UTC time in
+-- different zones, which the comparator orders by zone)
+CREATE TABLE kt AS
+SELECT i AS id,
+  CASE WHEN i % 19 = 0 THEN NULL ELSE i % 3 = 0 END AS bo,
+  CASE WHEN i % 23 = 0 THEN NULL ELSE chr(1 + (i * 37) % 127)::"char" END AS ch,
+  CASE WHEN i % 17 = 0 THEN NULL ELSE ((i::int8 * 2654435761) % 4294967296)::oid END AS o,
+  CASE WHEN i % 13 = 0 THEN NULL ELSE ((random() - 0.5) * 2e12)::int8::money END AS m,
+  CASE WHEN i % 11 = 0 THEN NULL ELSE time '00:00' + random() * interval '24 hours' END AS tm,
+  CASE WHEN i % 29 = 0 THEN NULL ELSE (to_hex((random() * 4e9)::int8) || '/' || to_hex((random() * 4e9)::int8))::pg_lsn END AS lsn,
+  CASE WHEN i % 31 = 0 THEN NULL ELSE (lpad(to_hex((random() * 255)::int), 2, '0') || ':' ||
+       lpad(to_hex((i * 7) % 256), 2, '0') || ':00:00:00:' || lpad(to_hex(i % 256), 2, '0'))::macaddr END AS mac,
+  CASE WHEN i % 37 = 0 THEN NULL ELSE (lpad(to_hex((i * 13) % 256), 2, '0') || ':00:00:00:00:00:' ||
+       lpad(to_hex((random() * 255)::int), 2, '0') || ':01')::macaddr8 END AS mac8,
+  CASE WHEN i % 7 = 0 THEN NULL
+       ELSE ((time '00:00' + ((i * 97) % 1440) * interval '1 minute')::text ||
+             to_char((i % 27) - 13, 'S00') || ':' || CASE WHEN i % 5 = 0 THEN '30' ELSE '00' END)::timetz END AS tz,
+  CASE WHEN i % 9 = 0 THEN NULL
+       WHEN i % 101 = 0 THEN (CASE WHEN current_setting('server_version_num')::int >= 170000
+                                   THEN 'infinity' ELSE '178000000 years' END)::interval
+       WHEN i % 103 = 0 THEN (CASE WHEN current_setting('server_version_num')::int >= 170000
+                                   THEN '-infinity' ELSE '-178000000 years' END)::interval
+       ELSE make_interval(months => (random() * 200 - 100)::int, days => (random() * 90 - 45)::int,
+                          secs => (random() * 200000 - 100000)::int) END AS iv,
+  CASE WHEN i % 5 = 0 THEN NULL
+       WHEN i % 3 = 0 THEN ('ffffffff-0000-0000-0000-' || lpad(to_hex(i % 1000), 12, '0'))::uuid
+       ELSE md5((i % 4000)::text)::uuid END AS u
+FROM generate_series(1, 20000) i;
+-- the same UTC time in several zones, and equal intervals spelled apart
+INSERT INTO kt (id, tz, iv) VALUES
+  (20001, '12:00+02', '1 month'), (20002, '11:00+01', '30 days'),
+  (20003, '10:00+00', '720 hours'), (20004, '12:00+02', '1 day'), (20005, '13:00+03', '24 hours');
+ANALYZE kt;
+
+-- same_order(query, keys): runs the query with GpuSort and without, and
+-- compares the sort keys row by row (position included: equal keys are
+-- equal under the type's equality, as PostgreSQL's sort orders ties
+-- arbitrarily), and the whole rows as multisets.
+CREATE FUNCTION same_order(query text, keys text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  plan text;
+  used boolean := false;
+  key_differences bigint;
+  row_differences bigint;
+  total bigint;
+BEGIN
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    used := used OR plan LIKE '%GpuSort%';
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = off;
+  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = on;
+  SELECT count(*) INTO total FROM pg_result;
+  EXECUTE format('SELECT count(*) FROM ((SELECT pos, %1$s FROM gpu_result EXCEPT ALL SELECT pos, %1$s FROM pg_result)
+                  UNION ALL (SELECT pos, %1$s FROM pg_result EXCEPT ALL SELECT pos, %1$s FROM gpu_result)) d', keys)
+    INTO key_differences;
+  SELECT count(*) INTO row_differences FROM (
+    (SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row
+     EXCEPT ALL SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row)
+    UNION ALL
+    (SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row
+     EXCEPT ALL SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row)) d;
+  DROP TABLE gpu_result;
+  DROP TABLE pg_result;
+  RETURN CASE WHEN NOT used THEN 'GpuSort not used'
+              WHEN key_differences > 0 THEN key_differences || ' positions differ'
+              WHEN row_differences > 0 THEN row_differences || ' rows differ'
+              ELSE 'same ' || total || ' rows' END;
+END $$;
+
+-- a two-word key is shown once
+EXPLAIN (COSTS OFF) SELECT * FROM kt ORDER BY u DESC, id;
+
+-- every type, both directions, NULLs either end
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kt ORDER BY bo', 'bo'),
+  ('SELECT * FROM kt ORDER BY bo DESC, id', 'bo, id'),
+  ('SELECT * FROM kt ORDER BY ch', 'ch'),
+  ('SELECT * FROM kt ORDER BY ch DESC NULLS LAST', 'ch'),
+  ('SELECT * FROM kt ORDER BY o', 'o'),
+  ('SELECT * FROM kt ORDER BY o DESC', 'o'),
+  ('SELECT * FROM kt ORDER BY m', 'm'),
+  ('SELECT * FROM kt ORDER BY m DESC NULLS LAST', 'm'),
+  ('SELECT * FROM kt ORDER BY tm', 'tm'),
+  ('SELECT * FROM kt ORDER BY tm DESC', 'tm'),
+  ('SELECT * FROM kt ORDER BY lsn', 'lsn'),
+  ('SELECT * FROM kt ORDER BY lsn DESC NULLS LAST', 'lsn'),
+  ('SELECT * FROM kt ORDER BY mac', 'mac'),
+  ('SELECT * FROM kt ORDER BY mac DESC', 'mac'),
+  ('SELECT * FROM kt ORDER BY mac8 NULLS FIRST', 'mac8'),
+  ('SELECT * FROM kt ORDER BY mac8 DESC', 'mac8'),
+  ('SELECT * FROM kt ORDER BY tz', 'tz'),
+  ('SELECT * FROM kt ORDER BY tz DESC NULLS LAST', 'tz'),
+  ('SELECT * FROM kt ORDER BY iv', 'iv'),
+  ('SELECT * FROM kt ORDER BY iv DESC', 'iv'),
+  ('SELECT * FROM kt ORDER BY iv NULLS FIRST, id DESC', 'iv, id'),
+  ('SELECT * FROM kt ORDER BY u', 'u'),
+  ('SELECT * FROM kt ORDER BY u DESC', 'u'),
+  ('SELECT * FROM kt ORDER BY u NULLS FIRST, id', 'u, id'),
+  -- several keys, two-word ones among them
+  ('SELECT * FROM kt ORDER BY bo, u DESC, iv', 'bo, u, iv'),
+  ('SELECT * FROM kt ORDER BY tz, ch DESC, id', 'tz, ch, id'),
+  ('SELECT * FROM kt ORDER BY u, iv, tz, id', 'u, iv, tz, id'),
+  -- keys computed above the scan (read from a virtual slot)
+  ('SELECT id, iv + interval ''1 day'' AS x FROM kt ORDER BY 2 DESC, 1', 'x, id'),
+  ('SELECT id, tz + interval ''90 minutes'' AS x FROM kt ORDER BY 2, 1', 'x, id'),
+  ('SELECT id, (md5(id::text))::uuid AS x FROM kt ORDER BY 2', 'x'),
+  -- LIMIT: the best rows only
+  ('SELECT * FROM kt ORDER BY u LIMIT 50', 'u'),
+  ('SELECT * FROM kt ORDER BY iv DESC, id LIMIT 100 OFFSET 7', 'iv, id'),
+  ('SELECT * FROM kt ORDER BY tz NULLS FIRST, id LIMIT 300', 'tz, id')
+) AS queries(q, k);
+
+-- more than eight engine key columns: PostgreSQL's sort
+EXPLAIN (COSTS OFF) SELECT * FROM kt ORDER BY u, iv, tz, m, lsn, id;
+-- the array functions still take only integers and floats
+SELECT gpu_sort(ARRAY['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid]);
+
+-- rows beyond work_mem: sorted runs on disk, merged on their encoded keys
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kt ORDER BY u', 'u'),
+  ('SELECT * FROM kt ORDER BY iv DESC, id', 'iv, id'),
+  ('SELECT * FROM kt ORDER BY tz, u', 'tz, u'),
+  ('SELECT * FROM kt ORDER BY u DESC, id LIMIT 3000', 'u, id')
+) AS queries(q, k);
+RESET work_mem;
+
+-- the parallel GpuSort: shares sorted in workers, merged above the Gather
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT * FROM kt ORDER BY u, id;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kt ORDER BY u, id', 'u, id'),
+  ('SELECT * FROM kt ORDER BY iv DESC, tz, id', 'iv, tz, id')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kt ORDER BY u DESC, id', 'u, id'),
+  ('SELECT * FROM kt ORDER BY tz NULLS FIRST, m, id', 'tz, m, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+
+-- numeric: sorted on PostgreSQL's abbreviated key, every tie decided by
+-- its comparator. Many digits and scales, equal values of different
+-- scales (1.5, 1.50), weights beyond the abbreviation's range, NaN above
+-- +Infinity, -Infinity, NULLs
+CREATE TABLE kn AS
+SELECT i AS id,
+  CASE WHEN i % 17 = 0 THEN NULL
+       WHEN i % 97 = 0 THEN 'NaN'::numeric
+       WHEN i % 89 = 0 THEN 'Infinity'::numeric
+       WHEN i % 83 = 0 THEN '-Infinity'::numeric
+       WHEN i % 7 = 0 THEN round((random() - 0.5)::numeric * 1e6, (i % 5))
+       WHEN i % 7 = 1 THEN ((i % 40)::numeric / 8)::numeric(10, 3)
+       WHEN i % 7 = 2 THEN (random() - 0.5)::numeric * power(10::numeric, (i % 300) - 150)
+       WHEN i % 7 = 3 THEN 123456789012345678901234567890 + (i % 50)::numeric / 1000000000000
+       WHEN i % 7 = 4 THEN ((random() * 1e10)::int8::numeric / 100)::numeric(12, 2)
+       ELSE (i % 13 - 6)::numeric END AS nu
+FROM generate_series(1, 20000) i;
+ANALYZE kn;
+SET max_parallel_workers_per_gather = 0;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kn ORDER BY nu', 'nu'),
+  ('SELECT * FROM kn ORDER BY nu DESC', 'nu'),
+  ('SELECT * FROM kn ORDER BY nu NULLS FIRST, id DESC', 'nu, id'),
+  ('SELECT * FROM kn ORDER BY nu DESC NULLS LAST, id', 'nu, id'),
+  ('SELECT id, nu * 3 AS x FROM kn ORDER BY 2, 1', 'x, id'),
+  ('SELECT * FROM kn ORDER BY nu, id LIMIT 77', 'nu, id'),
+  ('SELECT * FROM kn ORDER BY nu DESC, id LIMIT 500 OFFSET 20', 'nu, id')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kn ORDER BY nu', 'nu'),
+  ('SELECT * FROM kn ORDER BY nu DESC, id LIMIT 3000', 'nu, id')
+) AS queries(q, k);
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kn ORDER BY nu, id', 'nu, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+-- NaN above +Infinity, as in PostgreSQL
+EXPLAIN (COSTS OFF) SELECT nu FROM (VALUES ('NaN'::numeric), ('Infinity'), ('-Infinity'), (1.5)) v(nu) ORDER BY nu;
+SELECT nu FROM (VALUES ('NaN'::numeric), ('Infinity'), ('-Infinity'), (1.5)) v(nu) ORDER BY nu;
+
+DROP SCHEMA order_by_types CASCADE;

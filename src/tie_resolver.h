@@ -1,0 +1,47 @@
+/*
+ * tie_resolver.h — rows whose encoded keys tie while their values may not:
+ * put in order by PostgreSQL's own comparator.
+ *
+ * A string key is sorted on a prefix of its bytes (types.c); two rows
+ * whose encoded keys are equal up to and including such a prefix, where
+ * the prefix does not determine the value, are not yet in order, whatever
+ * their later keys' words say (compare_keys_tied() in row_store_int.h).
+ * Wherever the row store finds such a tie (a group of rows after a sort
+ * in memory, two merge inputs, a row and a bounded sort's threshold) the
+ * comparator decides: it asks the resolver, which compares the rows' values of
+ * every sort key with the btree comparator of the key's sort operator and
+ * collation (SortSupport), as PostgreSQL's sort does.
+ */
+#ifndef GPUSORT_TIE_RESOLVER_H
+#define GPUSORT_TIE_RESOLVER_H
+
+#include "gpusort.h"
+
+#include "executor/tuptable.h"
+#include "utils/sortsupport.h"
+
+typedef struct TieResolver
+{
+	int			nkeys;			/* SQL sort keys (not engine columns) */
+	AttrNumber	attno[GS_MAX_KEY_COLUMNS];	/* in the stored tuples */
+	SortSupportData sort[GS_MAX_KEY_COLUMNS];
+	AttrNumber	last_attno;
+	/* engine columns that hold the last word of a prefix key: its low
+	 * byte is 1 where the prefix may not determine the value */
+	bool		is_flag[GS_MAX_KEY_COLUMNS];
+	TupleTableSlot *slot_a;
+	TupleTableSlot *slot_b;
+	MemoryContext context;		/* for a group's values while it is sorted */
+	/* for EXPLAIN ANALYZE */
+	int64		groups;			/* groups of tied rows sorted */
+	int64		rows;			/* rows in them */
+	int64		comparisons;	/* rows compared by the merges */
+} TieResolver;
+
+extern TieResolver *tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc,
+										MemoryContext context);
+extern int	tie_resolver_compare(TieResolver *resolver, MinimalTuple a, MinimalTuple b);
+extern void tie_resolver_sort(TieResolver *resolver, MinimalTuple const *tuples,
+							  uint32_t *rows, size_t n);
+
+#endif							/* GPUSORT_TIE_RESOLVER_H */
