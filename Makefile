@@ -31,7 +31,8 @@ GLUE_OBJS = src/gpusort.o src/settings.o src/plan_info.o src/errors.o \
 	src/row_store.o src/row_store_memory.o src/row_store_runs.o \
 	src/row_store_merge.o src/row_store_gpu.o src/row_store_parallel.o \
 	src/explain.o src/parallel_sort.o src/key_reader.o \
-	src/tuple_former.o src/table_pages.o src/worker_reports.o
+	src/tuple_former.o src/table_pages.o src/worker_reports.o \
+	src/sort_sites.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
 SERVICE_OBJS = service/worker.o service/client.o service/client_rows.o service/verify.o

@@ -1,0 +1,290 @@
+/*
+ * sort_sites.c — GpuSort for the Sorts a finished plan holds below window
+ * functions, grouping, DISTINCT, set operations and merge joins.
+ *
+ * planner.c offers GpuSort for the query's ORDER BY as a path. Every other
+ * Sort PostgreSQL plans (below a WindowAgg, a GroupAggregate or Group, a
+ * Unique, a SetOp, either input of a Merge Join, under a Gather Merge
+ * below any of these, in subqueries, CTEs, SubPlans and InitPlans) is
+ * replaced here, after standard_planner(), by a GpuSort plan node over the
+ * Sort's input: a planner_hook walks the finished plan.
+ *
+ * Why the finished plan and not path hooks. Those Sorts are made in many
+ * places of PostgreSQL's planner (create_window_paths' one per window
+ * clause, the grouping paths' sorted and partial variants, the distinct
+ * and set-operation paths, and for joins sort_inner_and_outer and
+ * match_unsorted_outer, which add their SortPaths inside the merge join
+ * paths they build, where no join hook can reach them: set_join_pathlist_hook
+ * runs after, and could only add whole new merge join paths of its own).
+ * Offering a GpuSort path at each of them would mean rebuilding each
+ * stage's paths as PostgreSQL builds them, for two majors (15 and 18),
+ * whose code differs at exactly these places. In the finished plan every
+ * such Sort is one node type with its keys spelled out (columns of its
+ * input, sort operators, collations, NULLS FIRST), whatever made it, and
+ * replacing it keeps the plan's shape and its parents' expectations: the
+ * same output columns in the same order, the same order of rows, the
+ * ability to go backward, mark/restore and rescan (GpuSort supports all
+ * three), the same plan_node_id, cost fields and parameters.
+ *
+ * What that gives up: the choice between a sort-based plan and the
+ * planner's other alternatives (hash aggregation, hash join) is made with
+ * PostgreSQL's Sort costs, not GpuSort's. Where GpuSort is cheaper than the
+ * Sort, the sort-based plan that PostgreSQL chose only gets cheaper; a hash
+ * plan that PostgreSQL preferred over the Sort stays (it may have lost to
+ * a GpuSort plan). The cost fields stay the Sort's, so the parents' costs
+ * that EXPLAIN shows still add up.
+ *
+ * Which Sorts: every key a type gpusort encodes (types.c's lookup, the
+ * same the ORDER BY path uses), sorted by the type's default btree order,
+ * at most GS_MAX_KEY_COLUMNS keys. Not a Sort that may get a bound at run
+ * time (below a Limit through the nodes that pass it down,
+ * ExecSetTupleBound): that is a query's ORDER BY ... LIMIT, which
+ * planner.c already weighed, and a top-N heapsort beats an unbounded
+ * GpuSort. Not the Sorts an Agg with grouping sets keeps in its chain
+ * (the Agg runs those itself). With gpusort.min_rows = 0 (tests) every
+ * such Sort is replaced; otherwise one whose input has at least min_rows
+ * rows and where planner.c's cost model says GpuSort costs less than the
+ * Sort.
+ *
+ * The input hangs where the Sort had it, in the plan's lefttree, not in
+ * custom_plans (where the ORDER BY's GpuSorts keep it, as setrefs.c wants
+ * for a path's CustomScan; this plan is past setrefs.c). EXPLAIN names a
+ * GpuSort's columns from custom_scan_tlist, in the GpuSort's own context,
+ * and the input's target list refers to the input's own inputs
+ * (OUTER_VAR, INNER_VAR), to window functions that only their WindowAgg
+ * can name, and so on. ruleutils.c resolves a node's OUTER_VAR references
+ * through its lefttree, descending into the input's context as it does
+ * below a Sort; so custom_scan_tlist is the Sort's own target list
+ * (references into the input) and EXPLAIN shows what it showed for the
+ * Sort. The executor (executor.c) runs a lefttree input as its child.
+ */
+#include "gpusort.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_am_d.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "optimizer/planner.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+
+static planner_hook_type previous_planner_hook = NULL;
+
+
+/* Fills info's keys from the Sort's; false if a key is not GpuSort's. */
+static bool
+sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (sort->numCols < 1 || sort->numCols > GS_MAX_KEY_COLUMNS)
+		return false;
+	for (int k = 0; k < sort->numCols; k++)
+	{
+		TargetEntry *tle = get_tle_by_resno(input->targetlist, sort->sortColIdx[k]);
+		Oid			type;
+		Oid			opclass;
+		Oid			opfamily;
+		int			strategy;
+
+		if (tle == NULL)
+			return false;
+		type = exprType((Node *) tle->expr);
+		if (gpusort_find_type(type) == NULL)
+			return false;
+		/* the type's default order only (not ORDER BY ... USING another
+		 * opclass's operator): < or > of its default btree family */
+		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+		if (!OidIsValid(opclass))
+			return false;
+		opfamily = get_opclass_family(opclass);
+		strategy = get_op_opfamily_strategy(sort->sortOperators[k], opfamily);
+		if (strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber)
+			return false;
+		if (get_opfamily_member(opfamily, type, type, strategy) != sort->sortOperators[k])
+			return false;
+		info->key_attno[k] = sort->sortColIdx[k];
+		info->key_type[k] = type;
+		info->sort_operator[k] = sort->sortOperators[k];
+		info->collation[k] = sort->collations[k];
+		info->descending[k] = strategy == BTGreaterStrategyNumber;
+		info->nulls_first[k] = sort->nullsFirst[k];
+		info->nkeys++;
+	}
+	return true;
+}
+
+/*
+ * The GpuSort node that replaces `sort`, or NULL where it should not. Its
+ * plan fields (costs, rows, width, plan_node_id, parameters, initplans)
+ * are the Sort's; it returns the input's columns as the Sort did.
+ */
+static Plan *
+gpusort_for_sort(Sort *sort)
+{
+	Plan	   *input = outerPlan(&sort->plan);
+	GpuSortPlanInfo info;
+	CustomScan *cscan;
+	List	   *tlist = NIL;
+	ListCell   *lc;
+
+	if (input == NULL || sort->plan.qual != NIL ||
+		list_length(sort->plan.targetlist) != list_length(input->targetlist))
+		return NULL;
+	if (!sort_keys_supported(sort, input, &info))
+		return NULL;
+	if (!gpusort_replaces_sort(input->plan_rows, input->plan_width, input->total_cost,
+							   info.nkeys, sort->plan.startup_cost))
+		return NULL;
+	/* the Sort's output columns, now read from the scan tuple */
+	foreach(lc, sort->plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		TargetEntry *input_tle = get_tle_by_resno(input->targetlist, tle->resno);
+		TargetEntry *copy;
+
+		if (input_tle == NULL)
+			return NULL;
+		copy = flatCopyTargetEntry(tle);
+		copy->expr = (Expr *) makeVarFromTargetEntry(INDEX_VAR, input_tle);
+		tlist = lappend(tlist, copy);
+	}
+	info.role = GPUSORT_SORT_ALL;
+	info.algorithm = gpusort_algorithm;
+	info.approx_eligible = false;
+	info.bounded = false;
+
+	cscan = makeNode(CustomScan);
+	/* every Plan field as the Sort's, whatever the major version has */
+	cscan->scan.plan = sort->plan;
+	cscan->scan.plan.type = T_CustomScan;
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = NIL;
+	/* the input as the Sort had it (see the header), not in custom_plans */
+	cscan->scan.plan.lefttree = input;
+	cscan->scan.plan.righttree = NULL;
+	/* no shared memory: worker reports are the ORDER BY path's */
+	cscan->scan.plan.parallel_aware = false;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN | CUSTOMPATH_SUPPORT_MARK_RESTORE;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = NIL;
+	cscan->custom_private = gpusort_plan_info_to_list(&info);
+	/* the scan tuple is the input's row: the Sort's references into it */
+	cscan->custom_scan_tlist = copyObject(sort->plan.targetlist);
+	cscan->custom_relids = NULL;
+	cscan->methods = &gpusort_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/*
+ * Does a bound that reaches this node (ExecSetTupleBound) reach its
+ * input? The nodes that pass it on, as execProcnode.c lists them.
+ */
+static bool
+passes_bound(Plan *plan)
+{
+	switch (nodeTag(plan))
+	{
+		case T_Limit:
+		case T_Append:
+		case T_MergeAppend:
+		case T_Result:
+		case T_Gather:
+		case T_GatherMerge:
+			return true;
+		case T_SubqueryScan:
+			return plan->qual == NIL;
+		default:
+			return false;
+	}
+}
+
+static Plan *replace_sorts(Plan *plan, bool may_be_bounded);
+
+static List *
+replace_sorts_in_list(List *plans, bool may_be_bounded)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+		lfirst(lc) = replace_sorts((Plan *) lfirst(lc), may_be_bounded);
+	return plans;
+}
+
+/*
+ * Replaces the Sorts in the tree below and at `plan`, returning the node
+ * that takes plan's place. may_be_bounded: a Limit above may hand this
+ * node a bound at run time.
+ */
+static Plan *
+replace_sorts(Plan *plan, bool may_be_bounded)
+{
+	bool		child_bounded;
+
+	if (plan == NULL)
+		return NULL;
+	/* a Limit bounds its input; the others pass on a bound they got */
+	child_bounded = IsA(plan, Limit) || (may_be_bounded && passes_bound(plan));
+
+	plan->lefttree = replace_sorts(plan->lefttree, child_bounded);
+	plan->righttree = replace_sorts(plan->righttree, false);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			replace_sorts_in_list(((Append *) plan)->appendplans, child_bounded);
+			break;
+		case T_MergeAppend:
+			replace_sorts_in_list(((MergeAppend *) plan)->mergeplans, child_bounded);
+			break;
+		case T_SubqueryScan:
+			((SubqueryScan *) plan)->subplan =
+				replace_sorts(((SubqueryScan *) plan)->subplan, child_bounded);
+			break;
+		case T_CustomScan:
+			replace_sorts_in_list(((CustomScan *) plan)->custom_plans, false);
+			break;
+		default:
+			/* an Agg's chain of grouping-set Aggs keeps its Sorts: the
+			 * Agg reads their keys and sorts itself */
+			break;
+	}
+	if (IsA(plan, Sort) && !may_be_bounded)
+	{
+		Plan	   *replacement = gpusort_for_sort((Sort *) plan);
+
+		if (replacement != NULL)
+			return replacement;
+	}
+	return plan;
+}
+
+static PlannedStmt *
+gpusort_sort_sites_planner(Query *parse, const char *query_string, int cursor_options,
+						   ParamListInfo bound_params)
+{
+	PlannedStmt *stmt;
+
+	if (previous_planner_hook != NULL)
+		stmt = previous_planner_hook(parse, query_string, cursor_options, bound_params);
+	else
+		stmt = standard_planner(parse, query_string, cursor_options, bound_params);
+	if (gpusort_enabled && stmt->commandType != CMD_UTILITY)
+	{
+		ListCell   *lc;
+
+		stmt->planTree = replace_sorts(stmt->planTree, false);
+		/* SubPlans, InitPlans and CTEs: each its own tree */
+		foreach(lc, stmt->subplans)
+			lfirst(lc) = replace_sorts((Plan *) lfirst(lc), false);
+	}
+	return stmt;
+}
+
+void
+gpusort_sort_sites_init(void)
+{
+	previous_planner_hook = planner_hook;
+	planner_hook = gpusort_sort_sites_planner;
+}
