@@ -66,6 +66,8 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
@@ -179,6 +181,90 @@ gpusort_for_sort(Sort *sort)
 }
 
 /*
+ * The LIMIT expressions of a GpuSort made from a path, with each reference
+ * to a scan tuple column replaced by that column's expression, as
+ * executor.c does when the node starts; NULL where one would need a
+ * column's value.
+ */
+static Node *
+expand_scan_columns(Node *node, List *scan_tlist)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		TargetEntry *tle;
+
+		if (var->varno != INDEX_VAR)
+			return NULL;
+		tle = get_tle_by_resno(scan_tlist, var->varattno);
+		if (tle == NULL || contain_var_clause((Node *) tle->expr))
+			return NULL;
+		return (Node *) copyObject(tle->expr);
+	}
+	return expression_tree_mutator(node, expand_scan_columns, (void *) scan_tlist);
+}
+
+/*
+ * An ORDER BY's GpuSort (planner.c) over a WindowAgg: its
+ * custom_scan_tlist holds the window functions themselves, which
+ * PostgreSQL 18's EXPLAIN can name only in their WindowAgg's context
+ * ("could not find window clause"). Such a node gets the form this file
+ * gives its GpuSorts: the input in lefttree, custom_scan_tlist its
+ * references into the input. Its LIMIT expressions, which referred to the
+ * old custom_scan_tlist, get their columns' expressions now; where they
+ * cannot, the node stays as it is.
+ */
+static void
+refer_to_window_input(CustomScan *cscan)
+{
+	GpuSortPlanInfo info;
+	Plan	   *input;
+	List	   *scan_tlist = NIL;
+	List	   *limit_exprs = cscan->custom_exprs;
+	ListCell   *lc;
+
+	if (cscan->methods != &gpusort_scan_methods || list_length(cscan->custom_plans) != 1 ||
+		!contain_window_function((Node *) cscan->custom_scan_tlist))
+		return;
+	gpusort_plan_info_from_list(cscan->custom_private, &info);
+	if (info.role != GPUSORT_SORT_ALL)
+		return;
+	input = linitial(cscan->custom_plans);
+	if (list_length(input->targetlist) != list_length(cscan->custom_scan_tlist))
+		return;
+	if (limit_exprs != NIL)
+	{
+		/* (count, offset): the offset may be NULL, the count never is */
+		Node	   *count = expand_scan_columns(linitial(limit_exprs), cscan->custom_scan_tlist);
+		Node	   *offset = lsecond(limit_exprs);
+
+		if (count == NULL)
+			return;
+		if (offset != NULL)
+		{
+			offset = expand_scan_columns(offset, cscan->custom_scan_tlist);
+			if (offset == NULL)
+				return;
+		}
+		limit_exprs = list_make2(count, offset);
+	}
+	foreach(lc, input->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVarFromTargetEntry(OUTER_VAR, tle),
+											 tle->resno, tle->resname, tle->resjunk));
+	}
+	cscan->custom_exprs = limit_exprs;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->scan.plan.lefttree = input;
+	cscan->custom_plans = NIL;
+}
+
+/*
  * Does a bound that reaches this node (ExecSetTupleBound) reach its
  * input? The nodes that pass it on, as execProcnode.c lists them.
  */
@@ -244,6 +330,7 @@ replace_sorts(Plan *plan, bool may_be_bounded)
 			break;
 		case T_CustomScan:
 			replace_sorts_in_list(((CustomScan *) plan)->custom_plans, false);
+			refer_to_window_input((CustomScan *) plan);
 			break;
 		default:
 			/* an Agg's chain of grouping-set Aggs keeps its Sorts: the
