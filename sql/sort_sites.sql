@@ -134,6 +134,11 @@ SELECT * FROM explain_stable($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t INTERSECT ALL SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t EXCEPT SELECT k FROM u$$);
+-- a set operation's output sorted for the ORDER BY (with hash set operations)
+SET enable_hashagg = on;
+SELECT same_rows($$SELECT k FROM t INTERSECT SELECT g FROM t ORDER BY 1 DESC$$, true);
+RESET enable_hashagg;
+SET enable_hashagg = off;
 SELECT same_rows($$SELECT k FROM u EXCEPT ALL SELECT k FROM t$$);
 
 -- ---- merge joins: both inputs, duplicates on the inner side (mark/restore) ----

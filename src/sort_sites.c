@@ -214,9 +214,9 @@ expand_scan_columns(Node *node, List *scan_tlist)
  * gives its GpuSorts: the input in lefttree, custom_scan_tlist its
  * references into the input. Its LIMIT expressions, which referred to the
  * old custom_scan_tlist, get their columns' expressions now; where they
- * cannot, the node stays as it is.
+ * cannot, the node stays as it is. True if it changed.
  */
-static void
+static bool
 refer_to_window_input(CustomScan *cscan)
 {
 	GpuSortPlanInfo info;
@@ -227,13 +227,13 @@ refer_to_window_input(CustomScan *cscan)
 
 	if (cscan->methods != &gpusort_scan_methods || list_length(cscan->custom_plans) != 1 ||
 		!contain_window_function((Node *) cscan->custom_scan_tlist))
-		return;
+		return false;
 	gpusort_plan_info_from_list(cscan->custom_private, &info);
 	if (info.role != GPUSORT_SORT_ALL)
-		return;
+		return false;
 	input = linitial(cscan->custom_plans);
 	if (list_length(input->targetlist) != list_length(cscan->custom_scan_tlist))
-		return;
+		return false;
 	if (limit_exprs != NIL)
 	{
 		/* (count, offset): the offset may be NULL, the count never is */
@@ -241,12 +241,12 @@ refer_to_window_input(CustomScan *cscan)
 		Node	   *offset = lsecond(limit_exprs);
 
 		if (count == NULL)
-			return;
+			return false;
 		if (offset != NULL)
 		{
 			offset = expand_scan_columns(offset, cscan->custom_scan_tlist);
 			if (offset == NULL)
-				return;
+				return false;
 		}
 		limit_exprs = list_make2(count, offset);
 	}
@@ -262,6 +262,7 @@ refer_to_window_input(CustomScan *cscan)
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->scan.plan.lefttree = input;
 	cscan->custom_plans = NIL;
+	return true;
 }
 
 /*
@@ -287,62 +288,79 @@ passes_bound(Plan *plan)
 	}
 }
 
-static Plan *replace_sorts(Plan *plan, bool may_be_bounded);
+static Plan *replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted);
 
-static List *
-replace_sorts_in_list(List *plans, bool may_be_bounded)
+static void
+replace_sorts_in_list(List *plans, bool may_be_bounded, int *uncounted)
 {
 	ListCell   *lc;
 
 	foreach(lc, plans)
-		lfirst(lc) = replace_sorts((Plan *) lfirst(lc), may_be_bounded);
-	return plans;
+		lfirst(lc) = replace_sorts((Plan *) lfirst(lc), may_be_bounded, uncounted);
 }
 
 /*
  * Replaces the Sorts in the tree below and at `plan`, returning the node
  * that takes plan's place. may_be_bounded: a Limit above may hand this
- * node a bound at run time.
+ * node a bound at run time. *uncounted grows by the disabled nodes below
+ * that GpuSorts with a lefttree input took off their counts (compat.h),
+ * which every node above takes off its own.
  */
 static Plan *
-replace_sorts(Plan *plan, bool may_be_bounded)
+replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted)
 {
 	bool		child_bounded;
+	int			below = 0;
 
 	if (plan == NULL)
 		return NULL;
 	/* a Limit bounds its input; the others pass on a bound they got */
 	child_bounded = IsA(plan, Limit) || (may_be_bounded && passes_bound(plan));
 
-	plan->lefttree = replace_sorts(plan->lefttree, child_bounded);
-	plan->righttree = replace_sorts(plan->righttree, false);
+	plan->lefttree = replace_sorts(plan->lefttree, child_bounded, &below);
+	plan->righttree = replace_sorts(plan->righttree, false, &below);
 	switch (nodeTag(plan))
 	{
 		case T_Append:
-			replace_sorts_in_list(((Append *) plan)->appendplans, child_bounded);
+			replace_sorts_in_list(((Append *) plan)->appendplans, child_bounded, &below);
 			break;
 		case T_MergeAppend:
-			replace_sorts_in_list(((MergeAppend *) plan)->mergeplans, child_bounded);
+			replace_sorts_in_list(((MergeAppend *) plan)->mergeplans, child_bounded, &below);
 			break;
 		case T_SubqueryScan:
 			((SubqueryScan *) plan)->subplan =
-				replace_sorts(((SubqueryScan *) plan)->subplan, child_bounded);
+				replace_sorts(((SubqueryScan *) plan)->subplan, child_bounded, &below);
 			break;
 		case T_CustomScan:
-			replace_sorts_in_list(((CustomScan *) plan)->custom_plans, false);
-			refer_to_window_input((CustomScan *) plan);
+			replace_sorts_in_list(((CustomScan *) plan)->custom_plans, false, &below);
 			break;
 		default:
 			/* an Agg's chain of grouping-set Aggs keeps its Sorts: the
 			 * Agg reads their keys and sorts itself */
 			break;
 	}
+	gpusort_plan_uncount_disabled_nodes(plan, below);
+	*uncounted += below;
+
+	if (IsA(plan, CustomScan) && refer_to_window_input((CustomScan *) plan))
+	{
+		int			input_count = gpusort_plan_disabled_nodes(plan->lefttree);
+
+		gpusort_plan_uncount_disabled_nodes(plan, input_count);
+		*uncounted += input_count;
+	}
 	if (IsA(plan, Sort) && !may_be_bounded)
 	{
 		Plan	   *replacement = gpusort_for_sort((Sort *) plan);
 
 		if (replacement != NULL)
+		{
+			int			input_count = gpusort_plan_disabled_nodes(replacement->lefttree);
+
+			gpusort_plan_uncount_disabled_nodes(replacement, input_count);
+			*uncounted += input_count;
 			return replacement;
+		}
 	}
 	return plan;
 }
@@ -361,10 +379,12 @@ gpusort_sort_sites_planner(Query *parse, const char *query_string, int cursor_op
 	{
 		ListCell   *lc;
 
-		stmt->planTree = replace_sorts(stmt->planTree, false);
+		int			uncounted = 0;
+
+		stmt->planTree = replace_sorts(stmt->planTree, false, &uncounted);
 		/* SubPlans, InitPlans and CTEs: each its own tree */
 		foreach(lc, stmt->subplans)
-			lfirst(lc) = replace_sorts((Plan *) lfirst(lc), false);
+			lfirst(lc) = replace_sorts((Plan *) lfirst(lc), false, &uncounted);
 	}
 	return stmt;
 }
