@@ -75,6 +75,15 @@ BEGIN
                 used, total, other_total, differences, misplaced);
 END $$;
 
+-- sorted_by(query): the plan's sorting nodes in words, one of GpuSort,
+-- Sort, both, none (where a plan's shape differs between 15 and 18)
+CREATE FUNCTION sorted_by(query text) RETURNS text LANGUAGE sql AS $f$
+  SELECT CASE WHEN bool_or(line ~ 'GpuSort') AND bool_or(line ~ '^ *(->  )?Sort$') THEN 'both'
+              WHEN bool_or(line ~ 'GpuSort') THEN 'GpuSort'
+              WHEN bool_or(line ~ '^ *(->  )?Sort$') THEN 'Sort' ELSE 'none' END
+  FROM explain_stable(query) line
+$f$;
+
 -- ---- window functions ----
 SELECT * FROM explain_stable($$
 SELECT g, k, rank() OVER (PARTITION BY g ORDER BY k), sum(k) OVER (ORDER BY id DESC)
@@ -127,10 +136,12 @@ SELECT same_rows($$SELECT DISTINCT f FROM t$$);
 SELECT * FROM explain_stable($$SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k DESC, id$$);
 SELECT same_rows($$SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k DESC, id$$, true);
 SELECT same_rows($$SELECT DISTINCT ON (k) k, b, id FROM t ORDER BY k NULLS FIRST, b, id$$, true);
-SELECT * FROM explain_stable($$SELECT k FROM t UNION SELECT k FROM u$$);
+-- (18 sorts each input below a Merge Append, 15 their Append)
+SELECT sorted_by($$SELECT k FROM t UNION SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t UNION SELECT k FROM u$$);
 SELECT same_rows($$SELECT g, k FROM t UNION SELECT id, k FROM u$$);
-SELECT * FROM explain_stable($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
+-- (18 sorts each input of the SetOp, 15 their Append)
+SELECT sorted_by($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t INTERSECT ALL SELECT k FROM u$$);
 SELECT same_rows($$SELECT k FROM t EXCEPT SELECT k FROM u$$);

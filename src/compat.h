@@ -132,6 +132,21 @@ gpusort_plan_uncount_disabled_nodes(Plan *plan, int count)
 #endif
 }
 
+/*
+ * The range table entries EXPLAIN counts when it decides whether to name
+ * a column with its relation (a sort key "t.k" or "k"): 18 leaves out the
+ * RTE_GROUP entry of a grouped query, as its Sort nodes do.
+ */
+static inline int
+gpusort_explain_rtable_size(const ExplainState *es)
+{
+#if PG_VERSION_NUM >= 180000
+	return es->rtable_size;
+#else
+	return list_length(es->rtable);
+#endif
+}
+
 static inline bool
 gpusort_path_cheaper(const Path *a, const Path *b)
 {
