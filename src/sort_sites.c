@@ -46,6 +46,16 @@
  * rows and where planner.c's cost model says GpuSort costs less than the
  * Sort.
  *
+ * Not here yet: an Incremental Sort's groups (PostgreSQL sorts them one
+ * small batch at a time); and top-N per group, where a top-level
+ * WindowAgg's run condition (row_number(), rank() or dense_rank() <= N,
+ * WindowAgg.runCondition since 15) or a DISTINCT ON keeps a few rows of
+ * each partition: the GpuSort below could keep only those (the rows of a
+ * partition are adjacent once sorted, its keys first), so that the rest
+ * never travel back to the WindowAgg or Unique. The WindowAgg checks its
+ * run condition anyway, so such a filter would only ever drop rows it
+ * drops itself.
+ *
  * The input hangs where the Sort had it, in the plan's lefttree, not in
  * custom_plans (where the ORDER BY's GpuSorts keep it, as setrefs.c wants
  * for a path's CustomScan; this plan is past setrefs.c). EXPLAIN names a
