@@ -31,14 +31,15 @@ GLUE_OBJS = src/gpusort.o src/settings.o src/plan_info.o src/errors.o \
 	src/row_store.o src/row_store_memory.o src/row_store_runs.o \
 	src/row_store_merge.o src/row_store_gpu.o src/row_store_parallel.o \
 	src/explain.o src/parallel_sort.o src/key_reader.o \
-	src/tuple_former.o src/table_pages.o src/worker_reports.o src/tie_resolver.o
+	src/tuple_former.o src/table_pages.o src/worker_reports.o src/tie_resolver.o \
+	src/sort_sites.o
 ENGINE_OBJS = engine/engine_common.o engine/key_layout.o engine/cpu_sort.o \
 	engine/dispatch.o engine/row_sort.o
 SERVICE_OBJS = service/worker.o service/client.o service/client_rows.o service/verify.o
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
 GPUD = service/gpusort-gpud
 
-REGRESS = setup array_sort array_functions order_by order_by_types order_by_text order_by_limits \
+REGRESS = setup array_sort array_functions order_by order_by_types order_by_text order_by_limits sort_sites \
 	order_by_cursor order_by_explain order_by_parallel approximate errors upgrade
 ISOLATION = skip_locked epq_table_pages
 

@@ -13,6 +13,9 @@
 #                                     # test/run_tests.sh with gpusort.device = gpu
 #   bench/device_run.sh matrix        # bench/sql_matrix.sh (ROWS, WORK_MEMS,
 #                                     # WORKERS, SHAPES, REPEAT, REUSE_TABLE)
+#   bench/device_run.sh sites         # bench/sort_sites_bench.sh: issue #45's
+#                                     # cells (ROWS, U_ROWS, GROUPS, WORK_MEMS,
+#                                     # SHAPES, REPEAT, WORKERS, FORCE, REUSE_TABLE)
 #   bench/device_run.sh sql FILE      # psql -f FILE
 #   bench/device_run.sh chaos         # test/service/chaos.sh on the GPU, for
 #                                     # GPUSORT_CHAOS_SECONDS (600), in the
@@ -49,7 +52,7 @@
 # starts the 18 server and installs build-18.tgz; a server refuses a
 # gpusort.so built for the other major at LOAD: "incompatible library").
 set -uo pipefail
-mode=${1:?usage: bench/device_run.sh pack|tests|matrix|sql FILE}
+mode=${1:?usage: bench/device_run.sh pack|tests|matrix|sites|sql FILE}
 major=${PG_MAJOR:-15}
 export PG_MAJOR=$major
 if [ "$major" = 15 ]; then
@@ -125,6 +128,10 @@ case "$mode" in
   matrix)
     chown -R pgrun "$OUT"
     bench/sql_matrix.sh "$OUT/matrix" 2>&1 | tail -n 60
+    ;;
+  sites)
+    chown -R pgrun "$OUT"
+    bench/sort_sites_bench.sh "$OUT/sites" 2>&1 | tail -n 60
     ;;
   sql)
     psql -X -f "${2:?usage: bench/device_run.sh sql FILE}" > "$OUT/sql.log" 2>&1

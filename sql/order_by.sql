@@ -532,12 +532,17 @@ FROM cpu_order c JOIN (SELECT row_number() OVER () AS pos, id FROM (SELECT id FR
 -- what is not GpuSort's stays PostgreSQL's, without an error
 EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY txt;
 EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k USING >;
-EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k + random();
 EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k, txt;
--- a set operation's output: EXPLAIN could not name its columns from a
--- custom scan, so its sort stays PostgreSQL's. An INTERSECT's (PostgreSQL
--- 18 merges a UNION's sorted inputs instead of sorting its output); the
--- plan's sorting nodes, top down, as the rest of it differs between 15 and 18
+-- a volatile key: the ORDER BY's path leaves it alone, but in the finished
+-- plan its Sort sorts a column its input computed once per row, which
+-- GpuSort sorts as well (sort_sites.c)
+EXPLAIN (COSTS OFF) SELECT * FROM t ORDER BY k + random();
+-- a set operation's output: the ORDER BY's path leaves it alone (its
+-- columns have no relation EXPLAIN could name from the path's GpuSort);
+-- the finished plan's Sort becomes a GpuSort that refers to them through
+-- its input (sort_sites.c). An INTERSECT's (PostgreSQL 18 merges a UNION's
+-- sorted inputs instead of sorting its output); the plan's sorting nodes,
+-- top down, as the rest of it differs between 15 and 18
 SELECT string_agg(substring(line from 'Custom Scan \(GpuSort\)|Incremental Sort|Sort|Merge Append'),
                   ' > ') AS intersect_sorted_by
 FROM explain_stable('SELECT k FROM t INTERSECT SELECT g FROM t ORDER BY 1') line

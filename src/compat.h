@@ -107,6 +107,47 @@ gpusort_path_inherit_disabled(Path *path, const Path *input)
 #endif
 }
 
+/*
+ * Since 17 a plan node counts the disabled nodes at and below it, and
+ * EXPLAIN says "Disabled: true" where a node counts more than its inputs
+ * do; for a CustomScan it counts only custom_plans as inputs. A GpuSort
+ * that keeps its input in lefttree (sort_sites.c) takes its input's count
+ * off its own and its ancestors' (the count is EXPLAIN's alone once the
+ * plan is made). On 15 there is no count: 0, and nothing to take off.
+ */
+static inline int
+gpusort_plan_disabled_nodes(const Plan *plan)
+{
+#if PG_VERSION_NUM >= 170000
+	return plan->disabled_nodes;
+#else
+	return 0;
+#endif
+}
+
+static inline void
+gpusort_plan_uncount_disabled_nodes(Plan *plan, int count)
+{
+#if PG_VERSION_NUM >= 170000
+	plan->disabled_nodes -= count;
+#endif
+}
+
+/*
+ * The range table entries EXPLAIN counts when it decides whether to name
+ * a column with its relation (a sort key "t.k" or "k"): 18 leaves out the
+ * RTE_GROUP entry of a grouped query, as its Sort nodes do.
+ */
+static inline int
+gpusort_explain_rtable_size(const ExplainState *es)
+{
+#if PG_VERSION_NUM >= 180000
+	return es->rtable_size;
+#else
+	return list_length(es->rtable);
+#endif
+}
+
 static inline bool
 gpusort_path_cheaper(const Path *a, const Path *b)
 {

@@ -77,6 +77,10 @@ gpusort_create_scan_state(CustomScan *cscan)
 static PlanState *
 child_of(GpuSortState *state)
 {
+	/* a Sort replaced in a finished plan keeps its input in lefttree
+	 * (sort_sites.c) */
+	if (state->css.custom_ps == NIL)
+		return outerPlanState(state);
 	return (PlanState *) linitial(state->css.custom_ps);
 }
 
@@ -119,8 +123,11 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 									  EXEC_FLAG_MARK)) != 0;
 	/* we keep every row, so the child never needs to go backward */
 	eflags &= ~(EXEC_FLAG_REWIND | EXEC_FLAG_BACKWARD | EXEC_FLAG_MARK);
-	node->custom_ps = list_make1(ExecInitNode(linitial(cscan->custom_plans),
-											  estate, eflags));
+	if (cscan->custom_plans != NIL)
+		node->custom_ps = list_make1(ExecInitNode(linitial(cscan->custom_plans),
+												  estate, eflags));
+	else
+		outerPlanState(node) = ExecInitNode(outerPlan(cscan), estate, eflags);
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
 		state->key_types[k] = gpusort_find_type(state->plan.key_type[k]);

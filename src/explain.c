@@ -30,7 +30,7 @@ static void
 explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 {
 	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
-	bool		use_prefix = list_length(es->rtable) > 1 || es->verbose;
+	bool		use_prefix = gpusort_explain_rtable_size(es) > 1 || es->verbose;
 	List	   *keys = NIL;
 
 	for (int k = 0; k < state->plan.nkeys; k++)

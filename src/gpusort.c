@@ -43,5 +43,6 @@ _PG_init(void)
 	gpusort_executor_init();
 	gpusort_client_statement_init();
 	gpusort_planner_init();
+	gpusort_sort_sites_init();
 	gpusort_explain_options_init();
 }

@@ -904,6 +904,42 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 	}
 }
 
+/*
+ * Should GpuSort replace a plain Sort of a finished plan (sort_sites.c)?
+ * Its input: rows, width and total cost as planned; the Sort's startup
+ * cost is what PostgreSQL expects to pay until its first row. Unbounded,
+ * by the same cost model as the ORDER BY's paths; never where the runs
+ * would pass temp_file_limit. With gpusort.min_rows = 0 (tests) wherever
+ * it can.
+ */
+bool
+gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
+					  int nkeys, double sort_startup_cost)
+{
+	Path		input;
+	PathTarget	target;
+	CustomPath	path;
+
+	memset(&input, 0, sizeof(input));
+	memset(&target, 0, sizeof(target));
+	memset(&path, 0, sizeof(path));
+	input.type = T_Path;
+	input.pathtype = T_Sort;	/* anything but a Seq Scan: see reads_table_pages() */
+	input.pathtarget = &target;
+	target.width = input_width;
+	input.rows = Max(input_rows, 1.0);
+	input.total_cost = input_total_cost;
+	/* root is only consulted for a bound, and these sorts have none */
+	if (files_pass_temp_file_limit(NULL, &input, nkeys, false))
+		return false;
+	if (gpusort_min_rows == 0)
+		return true;
+	if (input_rows < gpusort_min_rows)
+		return false;
+	cost_gpusort(NULL, &path, &input, nkeys, false, gpu_expected());
+	return path.path.startup_cost < sort_startup_cost;
+}
+
 static void
 gpusort_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 					RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)

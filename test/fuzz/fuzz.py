@@ -5,7 +5,10 @@ Builds random tables (every key type, NULLs, duplicates, extremes) in its own
 schema, generates random ORDER BY queries (1-8 keys, ASC/DESC, NULLS
 FIRST/LAST, expressions, LIMIT/OFFSET/WITH TIES, subqueries, CTEs, joins,
 UNION ALL, window functions, GROUP BY, DISTINCT, SRFs, LATERAL, IN/EXISTS,
-scroll cursors, prepared statements with generic plans) under random
+scroll cursors, prepared statements with generic plans), and queries whose
+sorts are elsewhere in the plan (issue #45: windows, sort-based grouping,
+DISTINCT and DISTINCT ON, set operations, merge joins, with the planner's
+hash alternatives sometimes off), under random
 settings (work_mem 64kB..1GB, parallel query off/on/forced, the leader's
 participation, up to two of the planner's enable_* switches off) and runs each
 with gpusort.enabled = on and off. The results must agree: the sequence of
@@ -340,6 +343,7 @@ class Query:
         self.prepare = None      # (param types, list of (params, per-exec SET lines))
         self.fetches = None
         self.scroll = True
+        self.settings = []       # more SET lines for both runs (the shape's)
 
 
 def limit_clause(rng, nrows):
@@ -521,7 +525,9 @@ class Gen:
             self.lateral(q)
         elif shape < 0.80:
             self.unordered_subquery(q)
-        elif shape < 0.90:
+        elif shape < 0.86:
+            self.sort_site(q)
+        elif shape < 0.92:
             q.sql, _ = self.select_core(q, allow_srf=False)
             q.kind = "cursor:" + q.kind
             q.mode = "cursor"
@@ -637,6 +643,84 @@ class Gen:
         q.ordered = False
         q.normalize = True
         q.kind = "agg-over-sorted:" + q.kind
+
+    def sort_site(self, q):
+        """A sort below the top of the plan (sort_sites.c), no ORDER BY on
+        top: windows whose functions do not depend on the order of ties,
+        grouping, DISTINCT, DISTINCT ON (total order inside), set
+        operations, merge joins. Compared as multisets."""
+        r = self.rng
+        q.ordered = False
+        q.normalize = True
+        if r.random() < 0.6:
+            q.settings.append("SET enable_hashagg = off")
+        kind = r.choice(["window", "window", "group", "distinct", "distinct-on", "setop", "join", "join"])
+        if kind in ("window", "group", "distinct"):
+            with_, frm, extra, rows, tname = self.source(q)
+            # mostly keys GpuSort takes; a text key now and then stays PostgreSQL's
+            keys = [random_key(r, "x", r.random() < 0.15) for _ in range(r.randint(1, 3))]
+            exprs = ", ".join("%s AS k%d" % (k.expr, i + 1) for i, k in enumerate(keys))
+            if kind == "window":
+                part = keys[0].expr
+                order = ", ".join(k.expr + dirs(r) for k in keys[1:]) or "x.g" + dirs(r)
+                w = "PARTITION BY %s ORDER BY %s" % (part, order)
+                if r.random() < 0.3:
+                    w = "ORDER BY %s" % order
+                funcs = ["rank() OVER w AS r", "dense_rank() OVER w AS dr", "sum(x.i2) OVER w AS s",
+                         "count(*) OVER (PARTITION BY %s) AS c" % keys[-1].expr,
+                         "percent_rank() OVER w AS pr", "max(x.i4) OVER w AS mx"]
+                sel = r.sample(funcs, r.randint(1, 4))
+                q.sql = "%sSELECT x.id, %s, %s FROM %s%s WINDOW w AS (%s)" % (
+                    with_, exprs, ", ".join(sel), frm, self.where("x") if "x" in frm.split()[-1:] else "", w)
+            elif kind == "group":
+                groups = ", ".join(k.expr for k in keys)
+                q.sql = "%sSELECT %s, count(*), min(x.i4), max(x.i8), sum(x.i2) FROM %s GROUP BY %s%s" % (
+                    with_, exprs, frm, groups, " HAVING count(*) > 1" if r.random() < 0.2 else "")
+            else:
+                q.sql = "%sSELECT DISTINCT %s FROM %s" % (with_, exprs, frm)
+            q.eligible = all(k.typ in GPU_TYPES for k in keys)
+            q.kind = "sort-site-%s:%s" % (kind, tname)
+            return
+        if kind == "distinct-on":
+            t = self.table(allow_big=False)
+            keys = [random_key(r, "x", False) for _ in range(r.randint(1, 3))]
+            ob = ", ".join(k.expr + dirs(r) for k in keys) + ", x.id" + dirs(r)
+            q.sql = "SELECT DISTINCT ON (%s) %s, x.id, x.txt FROM %s x%s ORDER BY %s" % (
+                keys[0].expr, ", ".join("%s AS k%d" % (k.expr, i + 1) for i, k in enumerate(keys)),
+                t, self.where("x"), ob)
+            q.eligible = all(k.typ in GPU_TYPES for k in keys)
+            q.kind = "sort-site-distinct-on:" + t
+            return
+        # the same column of two tables (a set operation may take the few
+        # values of g, a join on them, on i2's or dt's would make too many rows)
+        if kind == "setop":
+            c, typ = r.choice(KEY_COLS + [("g", "integer")])
+        else:
+            c, typ = r.choice([ct for ct in KEY_COLS if ct[0] not in ("i2", "dt")])
+        t1, t2 = self.table(allow_big=False), self.table(allow_big=False)
+        if kind == "setop":
+            op = r.choice(["UNION", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL"])
+            k1, k2 = "x.%s" % c, "y.%s" % c
+            more = r.random() < 0.5
+            q.sql = "SELECT %s%s FROM %s x %s SELECT %s%s FROM %s y" % (
+                k1, ", x.g" if more else "", t1, op, k2, ", y.g" if more else "", t2)
+            q.eligible = typ in GPU_TYPES
+            q.kind = "sort-site-setop:%s+%s" % (t1, t2)
+            return
+        # the left side thinned out: a key with few values makes many rows
+        t1 = r.choice(["tiny", "small"])
+        if r.random() < 0.8:
+            q.settings.append("SET enable_hashjoin = off")
+        if r.random() < 0.6:
+            q.settings.append("SET enable_nestloop = off")
+        join = r.choice(["JOIN", "JOIN", "LEFT JOIN", "FULL JOIN"])
+        cond = "x.%s = y.%s" % (c, c)
+        if r.random() < 0.3:
+            cond += " AND x.g = y.g"
+        q.sql = "SELECT x.id, y.id AS yid, x.%s, y.%s AS y%s FROM %s x %s %s y ON %s WHERE x.id %% %d = 0" % (
+            c, c, c, t1, join, t2, cond, r.choice([7, 13, 29]))
+        q.eligible = typ in GPU_TYPES
+        q.kind = "sort-site-join:%s+%s" % (t1, t2)
 
     def prepared(self, q):
         r = self.rng
@@ -893,6 +977,7 @@ class Fuzzer:
         rng = random.Random("query-%d-%d" % (self.args.seed, idx))
         q = Gen(self.schema, rng).gen()
         common, gset, par = random_settings(rng, self.args.device)
+        common = common + q.settings
         if q.mode == "cursor":
             q.fetches = cursor_ops(rng, q.scroll)
         self.reset()

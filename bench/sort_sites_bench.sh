@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Issue #45's cells: the sorts below the top of a plan (sort_sites.c)
+# against PostgreSQL's, with each shape's floor, in one run on one server.
+#
+#   bench/sort_sites_bench.sh OUTDIR
+#
+# Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
+# installed and preloaded (the GPU service): on the GPU machine,
+# bench/device_run.sh sites (PG_MAJOR=18 for PostgreSQL 18). Builds t (ROWS
+# rows: int4 key k, int4 group g with GROUPS values, id, a 32-character md5
+# payload) and u (U_ROWS rows: int4 key k drawn as t's, int8 v), no
+# indexes, then for every work_mem times every shape runs the shape with
+# gpusort.enabled off and on, each pair after a run of the shape's floor,
+# REPEAT times (fresh session per run, EXPLAIN (ANALYZE, TIMING OFF,
+# BUFFERS OFF), OFFSET past the end so rows do not travel to the client).
+#
+# Shapes (SHAPES picks some):
+#   rank            rank() OVER (PARTITION BY g ORDER BY k)
+#   topn_row_number row_number() OVER (PARTITION BY g ORDER BY k) <= 10
+#                   (PostgreSQL 15+ makes it a run condition)
+#   group_by        GROUP BY g as the planner picks (sort-based with many
+#                   groups and a small work_mem, else hash)
+#   group_by_sorted GROUP BY g, hash aggregation off (the sort-based plan)
+#   distinct        SELECT DISTINCT g, k
+#   distinct_on     SELECT DISTINCT ON (g) ... ORDER BY g, k
+#   merge_join      t JOIN u ON t.k = u.k, unindexed key, hash join and
+#                   nested loop off (the merge join's two sorts)
+# Floors: the input without the sort: for the single-table shapes the scan
+# of the columns the shape reads (the WindowAgg's, Agg's or Unique's own
+# work is therefore in neither floor nor sort: "left" below is an upper
+# bound of the sorting cost gpusort leaves); for merge_join both scans.
+#
+# Defaults: ROWS=10000000 (the issue also wants 50000000) U_ROWS=10000000
+# GROUPS=1000000 WORK_MEMS="4MB 64MB" REPEAT=3 WORKERS=2 (PostgreSQL's
+# default max_parallel_workers_per_gather; the GPU machine's server has
+# parallel workers off) FORCE=0 (1: gpusort.min_rows = 0, GpuSort wherever
+# it can, not where its costs say). REUSE_TABLE=1 keeps t and u of an
+# earlier run with the same sizes.
+#
+# Writes OUTDIR/sites.csv (one row per run), OUTDIR/sites_plans.txt (each
+# cell's plans, and one EXPLAIN ANALYZE per cell and mode) and prints the
+# medians per cell, the ratio gpusort / PostgreSQL, and "left": (gpusort -
+# floor) / (PostgreSQL - floor). The goals (issue #45): ratio <= 1.05
+# everywhere, left <= 0.30 where GpuSort sorts, topn_row_number ratio <= 0.2.
+set -uo pipefail
+out=${1:?usage: bench/sort_sites_bench.sh OUTDIR}
+rows=${ROWS:-10000000}
+u_rows=${U_ROWS:-10000000}
+groups=${GROUPS:-1000000}
+work_mems=${WORK_MEMS:-4MB 64MB}
+repeat=${REPEAT:-3}
+workers=${WORKERS:-2}
+mkdir -p "$out"
+csv="$out/sites.csv"
+plans="$out/sites_plans.txt"
+echo "rows,work_mem,shape,mode,run,ms,sorts" > "$csv"
+: > "$plans"
+
+psql_q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+both=$((rows + u_rows))
+declare -A shape_sql=(
+  [floor]="SELECT g, k, id FROM t OFFSET $rows"
+  [floor_join]="SELECT k FROM t UNION ALL SELECT k FROM u OFFSET $both"
+  [rank]="SELECT g, k, rank() OVER (PARTITION BY g ORDER BY k) FROM t OFFSET $rows"
+  [topn_row_number]="SELECT * FROM (SELECT g, k, id, row_number() OVER (PARTITION BY g ORDER BY k) AS rn FROM t) s WHERE rn <= 10 OFFSET $rows"
+  [group_by]="SELECT g, count(*), sum(k) FROM t GROUP BY g OFFSET $rows"
+  [group_by_sorted]="SELECT g, count(*), sum(k) FROM t GROUP BY g OFFSET $rows"
+  [distinct]="SELECT DISTINCT g, k FROM t OFFSET $rows"
+  [distinct_on]="SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k OFFSET $rows"
+  [merge_join]="SELECT t.id, u.v FROM t JOIN u ON t.k = u.k OFFSET $rows"
+)
+# settings of a shape, for both modes and its floor
+declare -A shape_settings=(
+  [group_by_sorted]="SET enable_hashagg = off;"
+  [merge_join]="SET enable_hashjoin = off; SET enable_nestloop = off;"
+)
+shapes=${SHAPES:-rank topn_row_number group_by group_by_sorted distinct distinct_on merge_join}
+
+psql_q -c "CREATE EXTENSION IF NOT EXISTS gpusort" >/dev/null
+psql_q -c "SELECT name || ': ' || value FROM gpusort_info()"
+psql_q -c "SELECT 'server: ' || version()"
+if [ "${REUSE_TABLE:-0}" = 1 ] &&
+   [ "$(psql_q -c "SELECT count(*) FROM t" 2>/dev/null)" = "$rows" ] &&
+   [ "$(psql_q -c "SELECT count(*) FROM u" 2>/dev/null)" = "$u_rows" ]; then
+  echo "== reusing t ($rows rows) and u ($u_rows rows)"
+else
+  echo "== building t ($rows rows, $groups groups) and u ($u_rows rows)"
+  psql_q <<SQL
+DROP TABLE IF EXISTS t;
+DROP TABLE IF EXISTS u;
+SELECT setseed(0.45);
+CREATE TABLE t AS
+  SELECT (random() * 2147483647)::int4 AS k, (random() * ($groups - 1))::int4 AS g,
+         i AS id, md5(i::text) AS pad
+  FROM generate_series(1, $rows) i;
+CREATE TABLE u AS
+  SELECT (random() * 2147483647)::int4 AS k, i::int8 * 7 AS v
+  FROM generate_series(1, $u_rows) i;
+VACUUM ANALYZE t;
+VACUUM ANALYZE u;
+SQL
+fi
+psql_q -c "SELECT count(*) FROM t" >/dev/null   # warm the cache
+psql_q -c "SELECT count(*) FROM u" >/dev/null
+
+# milliseconds of one run of a query, in a fresh session
+timed_run() {
+  psql_q -c "$1 EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF) $2" |
+    sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p'
+}
+
+# the plan's sorting nodes, top down, in words (Sort|GpuSort|...)
+sorts_of() {
+  grep -vE "Sort Key|Sort Method|Presorted Key|Sort Space|Full-sort|Pre-sorted" | grep -oE "Custom Scan \(GpuSort\)|Gather Merge|Incremental Sort|Sort|HashAggregate|Hash Join|Merge Join" |
+    sed 's/Custom Scan (GpuSort)/GpuSort/; s/ /_/g' | tr '\n' '>' | sed 's/>$//'
+}
+
+force=""
+[ "${FORCE:-0}" = 1 ] && force="SET gpusort.min_rows = 0;"
+
+for wm in $work_mems; do
+  base="SET work_mem = '$wm'; SET max_parallel_workers_per_gather = $workers; LOAD 'gpusort';"
+  for shape in $shapes; do
+    settings="$base ${shape_settings[$shape]:-}"
+    floor_shape=floor
+    [ "$shape" = merge_join ] && floor_shape=floor_join
+    query=${shape_sql[$shape]}
+    declare -A sorts=()
+    for mode in off on; do
+      extra="SET gpusort.enabled = $mode;"
+      [ "$mode" = on ] && extra="$extra $force"
+      plan=$(psql_q -c "$settings $extra EXPLAIN (COSTS OFF) $query")
+      { echo "### rows=$rows work_mem=$wm $shape gpusort=$mode"; echo "$plan"; echo; } >> "$plans"
+      sorts[$mode]=$(echo "$plan" | sorts_of)
+    done
+    # the floor and the modes take turns, so that a slow spell of the
+    # machine falls on all of them
+    for run in $(seq 1 "$repeat"); do
+      ms=$(timed_run "$settings SET gpusort.enabled = off;" "${shape_sql[$floor_shape]}")
+      echo "$rows,$wm,$shape:floor,off,$run,$ms,none" >> "$csv"
+      for mode in off on; do
+        extra="SET gpusort.enabled = $mode;"
+        [ "$mode" = on ] && extra="$extra $force"
+        ms=$(timed_run "$settings $extra" "$query")
+        echo "$rows,$wm,$shape,$mode,$run,$ms,${sorts[$mode]:-none}" >> "$csv"
+      done
+    done
+    # one EXPLAIN ANALYZE of each mode for the record (rows sorted, where
+    # GpuSort ran, spills)
+    for mode in off on; do
+      extra="SET gpusort.enabled = $mode;"
+      [ "$mode" = on ] && extra="$extra $force"
+      { echo "### ANALYZE rows=$rows work_mem=$wm $shape gpusort=$mode";
+        psql_q -c "$settings $extra EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF) $query"; echo; } >> "$plans" 2>&1
+    done
+    echo "work_mem=$wm $shape done"
+  done
+done
+
+echo
+echo "medians (ms); left = (gpusort - floor) / (PostgreSQL - floor)"
+python3 - "$csv" <<'PY'
+import csv, statistics, sys
+runs, sorts = {}, {}
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["ms"]:
+        key = (r["rows"], r["work_mem"], r["shape"], r["mode"])
+        runs.setdefault(key, []).append(float(r["ms"]))
+        sorts[key] = r["sorts"]
+print(f"{'rows':>9} {'work_mem':>8} {'shape':<16} {'floor':>8} {'pg':>9} {'gpusort':>9} {'ratio':>6} {'left':>6}  sorts (pg / gpusort)")
+seen = []
+for (rows, wm, shape, mode) in runs:
+    if shape.endswith(":floor") or (rows, wm, shape) in seen:
+        continue
+    seen.append((rows, wm, shape))
+    floor = statistics.median(runs.get((rows, wm, shape + ":floor", "off"), [0]))
+    off, on = runs.get((rows, wm, shape, "off")), runs.get((rows, wm, shape, "on"))
+    if not off or not on:
+        continue
+    a, b = statistics.median(off), statistics.median(on)
+    left = (b - floor) / (a - floor) if a > floor else float("nan")
+    print(f"{rows:>9} {wm:>8} {shape:<16} {floor:>8.0f} {a:>9.0f} {b:>9.0f} {b / a:>6.2f} {left:>6.2f}  "
+          f"{sorts.get((rows, wm, shape, 'off'))} / {sorts.get((rows, wm, shape, 'on'))}")
+PY

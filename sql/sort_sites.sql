@@ -1,0 +1,245 @@
+-- GpuSort at every place PostgreSQL plans a Sort (sort_sites.c): below
+-- WindowAgg, GroupAggregate, Unique (DISTINCT, DISTINCT ON, UNION), SetOp,
+-- both inputs of a Merge Join, under Gather Merge; in subplans, with
+-- rescans, mark/restore, scrollable cursors, spills and parallel workers.
+-- Each query runs with GpuSort and again with gpusort.enabled = off, and
+-- the rows are compared (as multisets, and by position where the query's
+-- order is defined).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA sort_sites;  -- this file's tables and functions
+SET search_path = sort_sites, public;
+LOAD 'gpusort';
+SELECT setseed(0.25);
+SET gpusort.min_rows = 0;   -- every eligible sort becomes a GpuSort
+SET gpusort.gpu_min_elements = 0;
+-- the sort-based plans, not the hash ones
+SET enable_hashagg = off;
+SET enable_hashjoin = off;
+SET max_parallel_workers_per_gather = 0;
+
+CREATE TABLE t (id int PRIMARY KEY, g int4, k int4, b int8, f float8, s int2, txt text);
+INSERT INTO t
+SELECT i,
+  (random() * 40)::int,
+  CASE WHEN i % 17 = 0 THEN NULL ELSE (random() * 300)::int END,
+  CASE WHEN i % 13 = 0 THEN NULL ELSE ((random() - 0.5) * 1.8e19)::numeric::int8 END,
+  CASE WHEN i % 11 = 0 THEN 'NaN' WHEN i % 23 = 0 THEN '-0' WHEN i % 29 = 0 THEN '0'
+       ELSE round((random() * 100 - 50)::numeric, 1) END,
+  (random() * 20 - 10)::int2,
+  md5((i % 500)::text)
+FROM generate_series(1, 6000) i;
+CREATE TABLE u (id int, k int4, v int8);
+INSERT INTO u SELECT i, (random() * 300)::int, i * 7 FROM generate_series(1, 4000) i;
+INSERT INTO u SELECT i, NULL, i FROM generate_series(1, 50) i;
+ANALYZE t, u;
+
+-- same_rows(query, ordered): runs the query with GpuSort and without; the
+-- number of rows, the rows in one and not the other (as multisets), and
+-- with ordered the rows at a different position. It also says whether
+-- the first plan used GpuSort and makes sure the second did not.
+CREATE FUNCTION same_rows(query text, ordered boolean DEFAULT false) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+  used boolean := false;
+  total bigint;
+  other_total bigint;
+  differences bigint;
+  misplaced bigint := 0;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    used := used OR line LIKE '%GpuSort%';
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = off;
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF line LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
+  END LOOP;
+  EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
+  SET LOCAL gpusort.enabled = on;
+  SELECT count(*) INTO total FROM gpu_result;
+  SELECT count(*) INTO other_total FROM pg_result;
+  SELECT count(*) INTO differences FROM (
+    (SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row EXCEPT ALL SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row)
+    UNION ALL
+    (SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row EXCEPT ALL SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row)) d;
+  IF ordered THEN
+    SELECT count(*) INTO misplaced FROM gpu_result gpu_row JOIN pg_result pg_row USING (pos)
+      WHERE to_jsonb(gpu_row) IS DISTINCT FROM to_jsonb(pg_row);
+  END IF;
+  DROP TABLE gpu_result;
+  DROP TABLE pg_result;
+  RETURN format('gpusort=%s rows=%s/%s differences=%s misplaced=%s',
+                used, total, other_total, differences, misplaced);
+END $$;
+
+-- sorted_by(query): the plan's sorting nodes in words, one of GpuSort,
+-- Sort, both, none (where a plan's shape differs between 15 and 18)
+CREATE FUNCTION sorted_by(query text) RETURNS text LANGUAGE sql AS $f$
+  SELECT CASE WHEN bool_or(line ~ 'GpuSort') AND bool_or(line ~ '^ *(->  )?Sort$') THEN 'both'
+              WHEN bool_or(line ~ 'GpuSort') THEN 'GpuSort'
+              WHEN bool_or(line ~ '^ *(->  )?Sort$') THEN 'Sort' ELSE 'none' END
+  FROM explain_stable(query) line
+$f$;
+
+-- ---- window functions ----
+SELECT * FROM explain_stable($$
+SELECT g, k, rank() OVER (PARTITION BY g ORDER BY k), sum(k) OVER (ORDER BY id DESC)
+FROM t$$);
+-- several windows, deterministic functions only (row_number over a unique key)
+SELECT same_rows($$
+SELECT id, g, k,
+  rank() OVER (PARTITION BY g ORDER BY k) AS r1,
+  dense_rank() OVER (PARTITION BY g ORDER BY k DESC NULLS LAST) AS r2,
+  sum(k) OVER (PARTITION BY g ORDER BY k) AS s1,
+  count(*) OVER (PARTITION BY k) AS c1,
+  row_number() OVER (ORDER BY id DESC) AS n1,
+  sum(s) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s2,
+  avg(k) OVER (PARTITION BY s ORDER BY b RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+FROM t$$);
+-- float keys: NaN, -0 and 0 are peers of the same rank
+SELECT same_rows($$
+SELECT id, f, rank() OVER (ORDER BY f), dense_rank() OVER (PARTITION BY g ORDER BY f DESC),
+  count(*) OVER (PARTITION BY f)
+FROM t$$);
+-- a text key stays PostgreSQL's Sort, the int keys' windows GpuSort's
+SELECT * FROM explain_stable($$
+SELECT rank() OVER (PARTITION BY txt ORDER BY id), rank() OVER (PARTITION BY g ORDER BY k) FROM t$$);
+-- ORDER BY over a window: the window's sort and the ORDER BY's
+SELECT same_rows($$
+SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r FROM t ORDER BY r, id$$, true);
+-- ... under a LIMIT, whose bound the ORDER BY's GpuSort keeps (EXPLAIN names
+-- the window function's column through the WindowAgg; 15 says OVER (?)
+-- where 18 names the window)
+SELECT regexp_replace(line, 'OVER (w\d+|\(\?\))', 'OVER w', 'g') AS explain_stable FROM explain_stable($$
+SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r FROM t ORDER BY r DESC, id LIMIT 4 OFFSET 1$$, 'VERBOSE') line;
+SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r FROM t ORDER BY r DESC, id LIMIT 4 OFFSET 1;
+SET gpusort.enabled = off;
+SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r FROM t ORDER BY r DESC, id LIMIT 4 OFFSET 1;
+RESET gpusort.enabled;
+
+-- ---- grouping ----
+SELECT * FROM explain_stable($$SELECT g, count(*) FROM t GROUP BY g$$);
+SELECT same_rows($$
+SELECT g, k, count(*), sum(b), min(f), max(id), array_agg(id ORDER BY id)
+FROM t GROUP BY g, k$$);
+SELECT same_rows($$SELECT f, count(*) FROM t GROUP BY f$$);
+SELECT same_rows($$SELECT b, s, count(*) FROM t GROUP BY b, s HAVING count(*) >= 1$$);
+SELECT same_rows($$SELECT g, k, count(*) FROM t GROUP BY ROLLUP (g, k)$$);
+
+-- ---- DISTINCT, DISTINCT ON, set operations ----
+SELECT * FROM explain_stable($$SELECT DISTINCT g, k FROM t$$);
+SELECT same_rows($$SELECT DISTINCT g, k FROM t$$);
+SELECT same_rows($$SELECT DISTINCT f FROM t$$);
+SELECT * FROM explain_stable($$SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k DESC, id$$);
+SELECT same_rows($$SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k DESC, id$$, true);
+SELECT same_rows($$SELECT DISTINCT ON (k) k, b, id FROM t ORDER BY k NULLS FIRST, b, id$$, true);
+-- (18 sorts each input below a Merge Append, 15 their Append)
+SELECT sorted_by($$SELECT k FROM t UNION SELECT k FROM u$$);
+SELECT same_rows($$SELECT k FROM t UNION SELECT k FROM u$$);
+SELECT same_rows($$SELECT g, k FROM t UNION SELECT id, k FROM u$$);
+-- (18 sorts each input of the SetOp, 15 their Append)
+SELECT sorted_by($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
+SELECT same_rows($$SELECT k FROM t INTERSECT SELECT k FROM u$$);
+SELECT same_rows($$SELECT k FROM t INTERSECT ALL SELECT k FROM u$$);
+SELECT same_rows($$SELECT k FROM t EXCEPT SELECT k FROM u$$);
+-- a set operation's output sorted for the ORDER BY (with hash set operations)
+SET enable_hashagg = on;
+SELECT same_rows($$SELECT k FROM t INTERSECT SELECT g FROM t ORDER BY 1 DESC$$, true);
+RESET enable_hashagg;
+SET enable_hashagg = off;
+SELECT same_rows($$SELECT k FROM u EXCEPT ALL SELECT k FROM t$$);
+
+-- ---- merge joins: both inputs, duplicates on the inner side (mark/restore) ----
+SET enable_nestloop = off;
+SELECT * FROM explain_stable($$SELECT t.id, u.v FROM t JOIN u ON t.k = u.k$$);
+SELECT same_rows($$SELECT t.id, u.id AS uid, u.v FROM t JOIN u ON t.k = u.k$$);
+SELECT same_rows($$SELECT t.id, u.id AS uid FROM t LEFT JOIN u ON t.k = u.k$$);
+SELECT same_rows($$SELECT t.id, u.id AS uid FROM t FULL JOIN u ON t.k = u.k$$);
+SELECT same_rows($$SELECT t.id, u.id AS uid FROM t JOIN u ON t.k = u.k AND t.g = u.id % 40$$);
+SELECT same_rows($$SELECT count(*) FROM t a JOIN t b ON a.f = b.f$$);
+-- the inner GpuSort is marked and restored, not materialised
+SELECT count(*) FILTER (WHERE line LIKE '%Materialize%') AS materialize,
+       count(*) FILTER (WHERE line LIKE '%GpuSort%') AS gpusorts
+FROM explain_stable($$SELECT t.id, u.v FROM t JOIN u ON t.k = u.k$$) line;
+RESET enable_nestloop;
+
+-- ---- rescans ----
+-- a GpuSort below a correlated subquery: new parameters each time
+SELECT same_rows($$
+SELECT id, (SELECT count(*) FROM (SELECT DISTINCT k FROM u WHERE u.id % 40 = t.g) d) AS distinct_ks
+FROM t WHERE id <= 200$$);
+-- the inner side of a nested loop, rescanned without new parameters
+SET enable_mergejoin = off;
+SET enable_material = off;
+SELECT * FROM explain_stable($$
+SELECT t.id, d.k FROM t JOIN (SELECT DISTINCT k FROM u) d ON t.k < d.k + 1 AND t.k > d.k - 1 WHERE t.id <= 30$$);
+SELECT same_rows($$
+SELECT t.id, d.k FROM t JOIN (SELECT DISTINCT k FROM u) d ON t.k < d.k + 1 AND t.k > d.k - 1 WHERE t.id <= 30$$);
+RESET enable_mergejoin;
+RESET enable_material;
+
+-- ---- a scrollable cursor going backwards over a window query ----
+BEGIN;
+DECLARE c SCROLL CURSOR FOR
+  SELECT id, g, k, rank() OVER (PARTITION BY g ORDER BY k) FROM t WHERE id % 100 = 0;
+FETCH 3 FROM c;
+FETCH BACKWARD 2 FROM c;
+MOVE LAST IN c;
+FETCH BACKWARD 4 FROM c;
+FETCH ABSOLUTE 10 FROM c;
+CLOSE c;
+SET LOCAL gpusort.enabled = off;
+DECLARE c SCROLL CURSOR FOR
+  SELECT id, g, k, rank() OVER (PARTITION BY g ORDER BY k) FROM t WHERE id % 100 = 0;
+FETCH 3 FROM c;
+FETCH BACKWARD 2 FROM c;
+MOVE LAST IN c;
+FETCH BACKWARD 4 FROM c;
+FETCH ABSOLUTE 10 FROM c;
+CLOSE c;
+COMMIT;
+
+-- ---- beyond work_mem: every site spills its runs to disk ----
+SET work_mem = '64kB';
+SELECT same_rows($$
+SELECT id, rank() OVER (PARTITION BY g ORDER BY k), sum(k) OVER (PARTITION BY k ORDER BY b) FROM t$$);
+SELECT same_rows($$SELECT g, k, count(*) FROM t GROUP BY g, k$$);
+SELECT same_rows($$SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k DESC, id$$, true);
+SET enable_nestloop = off;
+SELECT same_rows($$SELECT t.id, u.id AS uid, u.v FROM t JOIN u ON t.k = u.k$$);
+RESET enable_nestloop;
+RESET work_mem;
+
+-- ---- parallel plans: GpuSort in each worker below Gather Merge ----
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = off;
+SELECT * FROM explain_stable($$SELECT k, count(*) FROM t GROUP BY k$$);
+SELECT same_rows($$SELECT k, count(*), sum(b) FROM t GROUP BY k$$);
+SELECT same_rows($$SELECT g, k, count(*) FROM t GROUP BY g, k$$);
+SELECT same_rows($$SELECT DISTINCT k FROM t$$);
+RESET parallel_leader_participation;
+RESET min_parallel_table_scan_size;
+RESET parallel_tuple_cost;
+RESET parallel_setup_cost;
+SET max_parallel_workers_per_gather = 0;
+
+-- ---- the settings keep their meaning ----
+-- a bounded sort (ORDER BY ... LIMIT) is the ORDER BY path's to weigh
+SELECT * FROM explain_stable($$SELECT txt FROM t ORDER BY txt LIMIT 3$$);
+-- gpusort.min_rows above the input's rows: PostgreSQL's Sort stays
+SET gpusort.min_rows = 1000000;
+SELECT * FROM explain_stable($$SELECT g, count(*) FROM t GROUP BY g$$);
+RESET gpusort.min_rows;
+SET gpusort.min_rows = 0;
+-- gpusort.enabled = off: no GpuSort anywhere
+SET gpusort.enabled = off;
+SELECT * FROM explain_stable($$SELECT DISTINCT g, k FROM t$$);
+RESET gpusort.enabled;
+
+DROP SCHEMA sort_sites CASCADE;

@@ -1,0 +1,426 @@
+/*
+ * sort_sites.c — GpuSort for the Sorts a finished plan holds below window
+ * functions, grouping, DISTINCT, set operations and merge joins.
+ *
+ * planner.c offers GpuSort for the query's ORDER BY as a path. Every other
+ * Sort PostgreSQL plans (below a WindowAgg, a GroupAggregate or Group, a
+ * Unique, a SetOp, either input of a Merge Join, under a Gather Merge
+ * below any of these, in subqueries, CTEs, SubPlans and InitPlans) is
+ * replaced here, after standard_planner(), by a GpuSort plan node over the
+ * Sort's input: a planner_hook walks the finished plan.
+ *
+ * Why the finished plan and not path hooks. Those Sorts are made in many
+ * places of PostgreSQL's planner (create_window_paths' one per window
+ * clause, the grouping paths' sorted and partial variants, the distinct
+ * and set-operation paths, and for joins sort_inner_and_outer and
+ * match_unsorted_outer, which add their SortPaths inside the merge join
+ * paths they build, where no join hook can reach them: set_join_pathlist_hook
+ * runs after, and could only add whole new merge join paths of its own).
+ * Offering a GpuSort path at each of them would mean rebuilding each
+ * stage's paths as PostgreSQL builds them, for two majors (15 and 18),
+ * whose code differs at exactly these places. In the finished plan every
+ * such Sort is one node type with its keys spelled out (columns of its
+ * input, sort operators, collations, NULLS FIRST), whatever made it, and
+ * replacing it keeps the plan's shape and its parents' expectations: the
+ * same output columns in the same order, the same order of rows, the
+ * ability to go backward, mark/restore and rescan (GpuSort supports all
+ * three), the same plan_node_id, cost fields and parameters.
+ *
+ * What that gives up: the choice between a sort-based plan and the
+ * planner's other alternatives (hash aggregation, hash join) is made with
+ * PostgreSQL's Sort costs, not GpuSort's. Where GpuSort is cheaper than the
+ * Sort, the sort-based plan that PostgreSQL chose only gets cheaper; a hash
+ * plan that PostgreSQL preferred over the Sort stays (it may have lost to
+ * a GpuSort plan). The cost fields stay the Sort's, so the parents' costs
+ * that EXPLAIN shows still add up.
+ *
+ * Which Sorts: every key a type gpusort encodes (types.c's lookup, the
+ * same the ORDER BY path uses), sorted by the type's default btree order,
+ * at most GS_MAX_KEY_COLUMNS keys. Not a Sort that may get a bound at run
+ * time (below a Limit through the nodes that pass it down,
+ * ExecSetTupleBound): that is a query's ORDER BY ... LIMIT, which
+ * planner.c already weighed, and a top-N heapsort beats an unbounded
+ * GpuSort. Not the Sorts an Agg with grouping sets keeps in its chain
+ * (the Agg runs those itself). With gpusort.min_rows = 0 (tests) every
+ * such Sort is replaced; otherwise one whose input has at least min_rows
+ * rows and where planner.c's cost model says GpuSort costs less than the
+ * Sort.
+ *
+ * Not here yet: an Incremental Sort's groups (PostgreSQL sorts them one
+ * small batch at a time); and top-N per group, where a top-level
+ * WindowAgg's run condition (row_number(), rank() or dense_rank() <= N,
+ * WindowAgg.runCondition since 15) or a DISTINCT ON keeps a few rows of
+ * each partition: the GpuSort below could keep only those (the rows of a
+ * partition are adjacent once sorted, its keys first), so that the rest
+ * never travel back to the WindowAgg or Unique. The WindowAgg checks its
+ * run condition anyway, so such a filter would only ever drop rows it
+ * drops itself.
+ *
+ * The input hangs where the Sort had it, in the plan's lefttree, not in
+ * custom_plans (where the ORDER BY's GpuSorts keep it, as setrefs.c wants
+ * for a path's CustomScan; this plan is past setrefs.c). EXPLAIN names a
+ * GpuSort's columns from custom_scan_tlist, in the GpuSort's own context,
+ * and the input's target list refers to the input's own inputs
+ * (OUTER_VAR, INNER_VAR), to window functions that only their WindowAgg
+ * can name, and so on. ruleutils.c resolves a node's OUTER_VAR references
+ * through its lefttree, descending into the input's context as it does
+ * below a Sort; so custom_scan_tlist is the Sort's own target list
+ * (references into the input) and EXPLAIN shows what it showed for the
+ * Sort. The executor (executor.c) runs a lefttree input as its child.
+ */
+#include "gpusort.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_am_d.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+
+static planner_hook_type previous_planner_hook = NULL;
+
+
+/*
+ * Fills info's keys from the Sort's, as planner.c does for an ORDER BY (one
+ * engine key column per word of a key); false if a key is not GpuSort's.
+ */
+static bool
+sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (sort->numCols < 1)
+		return false;
+	for (int k = 0; k < sort->numCols; k++)
+	{
+		TargetEntry *tle = get_tle_by_resno(input->targetlist, sort->sortColIdx[k]);
+		const GpuSortType *key_type;
+		Oid			type;
+		Oid			opclass;
+		Oid			opfamily;
+		Oid			input_type;
+		int			strategy;
+
+		if (tle == NULL)
+			return false;
+		type = exprType((Node *) tle->expr);
+		key_type = gpusort_find_type(type);
+		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
+			return false;
+		/* the type's default order only (not ORDER BY ... USING another
+		 * opclass's operator): < or > of its default btree family */
+		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+		if (!OidIsValid(opclass))
+			return false;
+		opfamily = get_opclass_family(opclass);
+		strategy = get_op_opfamily_strategy(sort->sortOperators[k], opfamily);
+		if (strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber)
+			return false;
+		/* the opclass's own type: varchar sorts with text's operators */
+		input_type = get_opclass_input_type(opclass);
+		if (get_opfamily_member(opfamily, input_type, input_type, strategy) !=
+			sort->sortOperators[k])
+			return false;
+		/* a string's prefix is its bytes: only under a collation that
+		 * orders by bytes (planner.c says why) */
+		if (key_type->prefix_only && type_is_collatable(type) &&
+			!gpusort_collation_is_bytewise(sort->collations[k]))
+			return false;
+		for (int part = 0; part < key_type->nwords; part++)
+		{
+			int			column = info->nkeys++;
+
+			info->key_attno[column] = sort->sortColIdx[k];
+			info->key_type[column] = type;
+			info->key_part[column] = part;
+			info->sort_operator[column] = sort->sortOperators[k];
+			info->collation[column] = sort->collations[k];
+			info->descending[column] = strategy == BTGreaterStrategyNumber;
+			info->nulls_first[column] = sort->nullsFirst[k];
+		}
+	}
+	return true;
+}
+
+/*
+ * The GpuSort node that replaces `sort`, or NULL where it should not. Its
+ * plan fields (costs, rows, width, plan_node_id, parameters, initplans)
+ * are the Sort's; it returns the input's columns as the Sort did.
+ */
+static Plan *
+gpusort_for_sort(Sort *sort)
+{
+	Plan	   *input = outerPlan(&sort->plan);
+	GpuSortPlanInfo info;
+	CustomScan *cscan;
+	List	   *tlist = NIL;
+	ListCell   *lc;
+
+	if (input == NULL || sort->plan.qual != NIL ||
+		list_length(sort->plan.targetlist) != list_length(input->targetlist))
+		return NULL;
+	if (!sort_keys_supported(sort, input, &info))
+		return NULL;
+	if (!gpusort_replaces_sort(input->plan_rows, input->plan_width, input->total_cost,
+							   info.nkeys, sort->plan.startup_cost))
+		return NULL;
+	/* the Sort's output columns, now read from the scan tuple */
+	foreach(lc, sort->plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		TargetEntry *input_tle = get_tle_by_resno(input->targetlist, tle->resno);
+		TargetEntry *copy;
+
+		if (input_tle == NULL)
+			return NULL;
+		copy = flatCopyTargetEntry(tle);
+		copy->expr = (Expr *) makeVarFromTargetEntry(INDEX_VAR, input_tle);
+		tlist = lappend(tlist, copy);
+	}
+	info.role = GPUSORT_SORT_ALL;
+	info.algorithm = gpusort_algorithm;
+	info.approx_eligible = false;
+	info.bounded = false;
+
+	cscan = makeNode(CustomScan);
+	/* every Plan field as the Sort's, whatever the major version has */
+	cscan->scan.plan = sort->plan;
+	cscan->scan.plan.type = T_CustomScan;
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = NIL;
+	/* the input as the Sort had it (see the header), not in custom_plans */
+	cscan->scan.plan.lefttree = input;
+	cscan->scan.plan.righttree = NULL;
+	/* no shared memory: worker reports are the ORDER BY path's */
+	cscan->scan.plan.parallel_aware = false;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN | CUSTOMPATH_SUPPORT_MARK_RESTORE;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = NIL;
+	cscan->custom_private = gpusort_plan_info_to_list(&info);
+	/* the scan tuple is the input's row: the Sort's references into it */
+	cscan->custom_scan_tlist = copyObject(sort->plan.targetlist);
+	cscan->custom_relids = NULL;
+	cscan->methods = &gpusort_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/*
+ * The LIMIT expressions of a GpuSort made from a path, with each reference
+ * to a scan tuple column replaced by that column's expression, as
+ * executor.c does when the node starts; NULL where one would need a
+ * column's value.
+ */
+static Node *
+expand_scan_columns(Node *node, List *scan_tlist)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		TargetEntry *tle;
+
+		if (var->varno != INDEX_VAR)
+			return NULL;
+		tle = get_tle_by_resno(scan_tlist, var->varattno);
+		if (tle == NULL || contain_var_clause((Node *) tle->expr))
+			return NULL;
+		return (Node *) copyObject(tle->expr);
+	}
+	return expression_tree_mutator(node, expand_scan_columns, (void *) scan_tlist);
+}
+
+/*
+ * An ORDER BY's GpuSort (planner.c) over a WindowAgg: its
+ * custom_scan_tlist holds the window functions themselves, which
+ * PostgreSQL 18's EXPLAIN can name only in their WindowAgg's context
+ * ("could not find window clause"). Such a node gets the form this file
+ * gives its GpuSorts: the input in lefttree, custom_scan_tlist its
+ * references into the input. Its LIMIT expressions, which referred to the
+ * old custom_scan_tlist, get their columns' expressions now; where they
+ * cannot, the node stays as it is. True if it changed.
+ */
+static bool
+refer_to_window_input(CustomScan *cscan)
+{
+	GpuSortPlanInfo info;
+	Plan	   *input;
+	List	   *scan_tlist = NIL;
+	List	   *limit_exprs = cscan->custom_exprs;
+	ListCell   *lc;
+
+	if (cscan->methods != &gpusort_scan_methods || list_length(cscan->custom_plans) != 1 ||
+		!contain_window_function((Node *) cscan->custom_scan_tlist))
+		return false;
+	gpusort_plan_info_from_list(cscan->custom_private, &info);
+	if (info.role != GPUSORT_SORT_ALL)
+		return false;
+	input = linitial(cscan->custom_plans);
+	if (list_length(input->targetlist) != list_length(cscan->custom_scan_tlist))
+		return false;
+	if (limit_exprs != NIL)
+	{
+		/* (count, offset): the offset may be NULL, the count never is */
+		Node	   *count = expand_scan_columns(linitial(limit_exprs), cscan->custom_scan_tlist);
+		Node	   *offset = lsecond(limit_exprs);
+
+		if (count == NULL)
+			return false;
+		if (offset != NULL)
+		{
+			offset = expand_scan_columns(offset, cscan->custom_scan_tlist);
+			if (offset == NULL)
+				return false;
+		}
+		limit_exprs = list_make2(count, offset);
+	}
+	foreach(lc, input->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVarFromTargetEntry(OUTER_VAR, tle),
+											 tle->resno, tle->resname, tle->resjunk));
+	}
+	cscan->custom_exprs = limit_exprs;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->scan.plan.lefttree = input;
+	cscan->custom_plans = NIL;
+	return true;
+}
+
+/*
+ * Does a bound that reaches this node (ExecSetTupleBound) reach its
+ * input? The nodes that pass it on, as execProcnode.c lists them.
+ */
+static bool
+passes_bound(Plan *plan)
+{
+	switch (nodeTag(plan))
+	{
+		case T_Limit:
+		case T_Append:
+		case T_MergeAppend:
+		case T_Result:
+		case T_Gather:
+		case T_GatherMerge:
+			return true;
+		case T_SubqueryScan:
+			return plan->qual == NIL;
+		default:
+			return false;
+	}
+}
+
+static Plan *replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted);
+
+static void
+replace_sorts_in_list(List *plans, bool may_be_bounded, int *uncounted)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+		lfirst(lc) = replace_sorts((Plan *) lfirst(lc), may_be_bounded, uncounted);
+}
+
+/*
+ * Replaces the Sorts in the tree below and at `plan`, returning the node
+ * that takes plan's place. may_be_bounded: a Limit above may hand this
+ * node a bound at run time. *uncounted grows by the disabled nodes below
+ * that GpuSorts with a lefttree input took off their counts (compat.h),
+ * which every node above takes off its own.
+ */
+static Plan *
+replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted)
+{
+	bool		child_bounded;
+	int			below = 0;
+
+	if (plan == NULL)
+		return NULL;
+	/* a Limit bounds its input; the others pass on a bound they got */
+	child_bounded = IsA(plan, Limit) || (may_be_bounded && passes_bound(plan));
+
+	plan->lefttree = replace_sorts(plan->lefttree, child_bounded, &below);
+	plan->righttree = replace_sorts(plan->righttree, false, &below);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			replace_sorts_in_list(((Append *) plan)->appendplans, child_bounded, &below);
+			break;
+		case T_MergeAppend:
+			replace_sorts_in_list(((MergeAppend *) plan)->mergeplans, child_bounded, &below);
+			break;
+		case T_SubqueryScan:
+			((SubqueryScan *) plan)->subplan =
+				replace_sorts(((SubqueryScan *) plan)->subplan, child_bounded, &below);
+			break;
+		case T_CustomScan:
+			replace_sorts_in_list(((CustomScan *) plan)->custom_plans, false, &below);
+			break;
+		default:
+			/* an Agg's chain of grouping-set Aggs keeps its Sorts: the
+			 * Agg reads their keys and sorts itself */
+			break;
+	}
+	gpusort_plan_uncount_disabled_nodes(plan, below);
+	*uncounted += below;
+
+	if (IsA(plan, CustomScan) && refer_to_window_input((CustomScan *) plan))
+	{
+		int			input_count = gpusort_plan_disabled_nodes(plan->lefttree);
+
+		gpusort_plan_uncount_disabled_nodes(plan, input_count);
+		*uncounted += input_count;
+	}
+	if (IsA(plan, Sort) && !may_be_bounded)
+	{
+		Plan	   *replacement = gpusort_for_sort((Sort *) plan);
+
+		if (replacement != NULL)
+		{
+			int			input_count = gpusort_plan_disabled_nodes(replacement->lefttree);
+
+			gpusort_plan_uncount_disabled_nodes(replacement, input_count);
+			*uncounted += input_count;
+			return replacement;
+		}
+	}
+	return plan;
+}
+
+static PlannedStmt *
+gpusort_sort_sites_planner(Query *parse, const char *query_string, int cursor_options,
+						   ParamListInfo bound_params)
+{
+	PlannedStmt *stmt;
+
+	if (previous_planner_hook != NULL)
+		stmt = previous_planner_hook(parse, query_string, cursor_options, bound_params);
+	else
+		stmt = standard_planner(parse, query_string, cursor_options, bound_params);
+	if (gpusort_enabled && stmt->commandType != CMD_UTILITY)
+	{
+		ListCell   *lc;
+
+		int			uncounted = 0;
+
+		stmt->planTree = replace_sorts(stmt->planTree, false, &uncounted);
+		/* SubPlans, InitPlans and CTEs: each its own tree */
+		foreach(lc, stmt->subplans)
+			lfirst(lc) = replace_sorts((Plan *) lfirst(lc), false, &uncounted);
+	}
+	return stmt;
+}
+
+void
+gpusort_sort_sites_init(void)
+{
+	previous_planner_hook = planner_hook;
+	planner_hook = gpusort_sort_sites_planner;
+}
