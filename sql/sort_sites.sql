@@ -104,9 +104,22 @@ SELECT same_rows($$
 SELECT id, f, rank() OVER (ORDER BY f), dense_rank() OVER (PARTITION BY g ORDER BY f DESC),
   count(*) OVER (PARTITION BY f)
 FROM t$$);
--- a text key stays PostgreSQL's Sort, the int keys' windows GpuSort's
+-- a key of a type GpuSort does not take (an array) stays PostgreSQL's
+-- Sort, the int keys' windows GpuSort's
 SELECT * FROM explain_stable($$
-SELECT rank() OVER (PARTITION BY txt ORDER BY id), rank() OVER (PARTITION BY g ORDER BY k) FROM t$$);
+SELECT rank() OVER (PARTITION BY ARRAY[g, s] ORDER BY id), rank() OVER (PARTITION BY g ORDER BY k) FROM t$$);
+-- keys of several words: text under a byte-order collation (a prefix, its
+-- ties resolved on the CPU) and uuid (two words)
+SELECT same_rows($$
+SELECT id, txt, rank() OVER (PARTITION BY txt COLLATE "C" ORDER BY k DESC, id) AS r,
+  count(*) OVER (PARTITION BY md5(g::text)::uuid) AS c
+FROM t$$);
+SELECT same_rows($$SELECT DISTINCT txt COLLATE "C" AS txt, md5(k::text)::uuid AS u FROM t$$);
+SET enable_nestloop = off;
+SELECT same_rows($$
+SELECT a.id, b.id AS bid FROM t a JOIN t b
+  ON md5(a.g::text)::uuid = md5((b.id % 40)::text)::uuid AND a.txt COLLATE "C" = b.txt WHERE a.id <= 3000$$);
+RESET enable_nestloop;
 -- ORDER BY over a window: the window's sort and the ORDER BY's
 SELECT same_rows($$
 SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r FROM t ORDER BY r, id$$, true);
