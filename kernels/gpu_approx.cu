@@ -1431,7 +1431,9 @@ approx_sort_entry(gpu_approx_job *request, gpu_timing *timing)
 			request->max_key = host_result.max_key;
 			if (quantile)
 			{
-				request->sample_size = gs_quantile_sample_size(n, request->intervals);
+				/* one interval needs no splitters: no sample, as on the CPU */
+				request->sample_size = request->intervals < 2 ? 0 :
+					gs_quantile_sample_size(n, request->intervals);
 				request->largest_interval = host_result.largest;
 			}
 		}
