@@ -819,8 +819,19 @@ class QueryError(Exception):
         self.code, self.msg = code, msg
 
 
+NUMERIC_TEXT = re.compile(r"^-?[0-9]+\.[0-9]+$")
+
+
 def norm(v):
-    return "0" if v == "-0" else v
+    """A value as its sort key compares: float -0 is 0; a numeric prints
+    its scale, and 0.00 = 0.0000 (rows of tables drawn with other scales
+    meet in a UNION), so trailing zeros go."""
+    if v == "-0":
+        return "0"
+    if isinstance(v, str) and NUMERIC_TEXT.match(v):
+        v = v.rstrip("0").rstrip(".")
+        return "0" if v in ("", "-0") else v
+    return v
 
 
 class Fuzzer:

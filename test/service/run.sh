@@ -162,7 +162,7 @@ check "service state" "ready" "$(psql_q -c "SELECT value FROM gpusort_info() WHE
 check "service GPUs" "2" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'service_gpus'")"
 check "gpu_usable" "yes" "$(psql_q -c "SELECT value FROM gpusort_info() WHERE name = 'gpu_usable'")"
 psql_q -c "SELECT gpusort_stats_reset()" >/dev/null
-sort_sql="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(k) FROM t))) WITH ORDINALITY AS u(v, i)) s"
+sort_sql="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER () IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(k) FROM t))) AS u(v)) s"
 start=$(date +%s%N)
 psql_q -c "$sort_sql" > "$workdir/a.out" &
 psql_q -c "$sort_sql" > "$workdir/b.out" &
@@ -181,7 +181,10 @@ check "the sorted array is a permutation of the input" "t" \
 echo "== 12 concurrent sorts through 16 MB of staging memory"
 start_server gpusort 2048 1 0 "gpusort.service_staging_size = 16"
 ob_settings="SET gpusort.device = gpu; SET gpusort.min_rows = 0; SET work_mem = '256MB';"
-ob_query="SELECT count(*), count(DISTINCT g), bool_and(ok) FROM (SELECT g, k >= lag(k) OVER (ORDER BY rn) IS NOT FALSE AS ok FROM (SELECT k, g, row_number() OVER () AS rn FROM (SELECT k, g FROM t ORDER BY k) s) s2) s3"
+# (the checks' windows read the rows in the order they come, the sorted
+# subquery's or unnest()'s: a window with an ORDER BY of its own would sort
+# again, and that sort be a GpuSort (sort_sites.c), a job, too)
+ob_query="SELECT count(*), count(DISTINCT g), bool_and(ok) FROM (SELECT g, k >= lag(k) OVER () IS NOT FALSE AS ok FROM (SELECT k, g FROM t ORDER BY k) s) s3"
 ob_sql="$ob_settings $ob_query"
 for i in $(seq 1 6); do
   psql_q -c "$sort_sql" > "$workdir/array$i.out" &
@@ -198,7 +201,7 @@ check "all 12 sorts ordered and complete (ORDER BY: every row once)" 12 "$good"
 check "they ran in the service" 12 "$(psql_q -c "SELECT jobs FROM gpusort_stats WHERE gpu = 'total'")"
 # larger than the staging area: the data streams through a slot in pieces
 check "an array sort larger than the staging area (20 MB of keys)" "5000000|t" \
-  "$(psql_q -c "SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg((random() * 1e9)::int) FROM generate_series(1, 5000000)))) WITH ORDINALITY AS u(v, i)) s" | tail -n 1)"
+  "$(psql_q -c "SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER () IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg((random() * 1e9)::int) FROM generate_series(1, 5000000)))) AS u(v)) s" | tail -n 1)"
 psql_q -c "CREATE TABLE big AS SELECT (random() * 1e9)::int AS k, g FROM generate_series(1, 1500000) g" >/dev/null
 psql_q -c "ANALYZE big" >/dev/null
 big_query=${ob_query//FROM t ORDER BY/FROM big ORDER BY}
@@ -251,7 +254,7 @@ start_server gpusort 30 1 1500
 psql_q -c "SELECT gpusort_stats_reset()" >/dev/null
 psql_q -c "$sort_sql" > "$workdir/a.out" &
 sleep 0.3
-auto_sql="SET gpusort.queue_timeout = 300; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(k) FROM t))) WITH ORDINALITY AS u(v, i)) s"
+auto_sql="SET gpusort.queue_timeout = 300; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER () IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(k) FROM t))) AS u(v)) s"
 out=$(psql_q -c "$auto_sql")
 check "under auto, a sort that waited out queue_timeout ran on the CPU" "200000|t" "$(echo "$out" | tail -n 1)"
 case "$out" in *WARNING*) bad "no warning for the queue timeout" "$out";; *) ok "no warning for the queue timeout";; esac
@@ -415,7 +418,7 @@ wait_for_sleeping_reader() {
 # own (temp_tablespaces): so does the service for its rows job
 mkdir -p "$workdir/ts" && { [ -z "$run_as" ] || chown "$dbuser" "$workdir/ts"; }
 psql_q -c "CREATE TABLESPACE gs_tmp LOCATION '$workdir/ts'" >/dev/null
-big_sort="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 6500011)::int4) FROM generate_series(1, 6500000) g))) WITH ORDINALITY AS u(v, i)) s"
+big_sort="SET gpusort.device = gpu; SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER () IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 6500011)::int4) FROM generate_series(1, 6500000) g))) AS u(v)) s"
 check "the large sort alone fits the budget" "6500000|t" "$(psql_q -c "$big_sort" | tail -n 1)"
 psql_q -c "SELECT gpusort_stats_reset()" > /dev/null
 printf '%s\n' "$spill" "SET temp_tablespaces = gs_tmp;" "BEGIN;" \
@@ -566,7 +569,7 @@ echo "== small sorts pass a large one that waits for GPU memory"
 start_server gpusort 100 1 1500
 psql_q -c "DROP TABLE IF EXISTS arrs" -c "CREATE TABLE arrs AS SELECT 'big' AS name, array_agg(((g::int8 * 7919) % 3500017)::int4) AS arr FROM generate_series(1, 3500000) g UNION ALL SELECT 'mid', array_agg(((g::int8 * 7919) % 900001)::int4) FROM generate_series(1, 900000) g UNION ALL SELECT 'small', array_agg(((g::int8 * 7919) % 20011)::int4) FROM generate_series(1, 20000) g" >/dev/null
 arr_sort() { # arr_sort NAME [SETTINGS]: gpu_sort of a stored array under gpu, checked
-  echo "SET gpusort.device = gpu; SET gpusort.queue_timeout = '20s'; ${2:-} SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT arr FROM arrs WHERE name = '$1'))) WITH ORDINALITY AS u(v, i)) s;"
+  echo "SET gpusort.device = gpu; SET gpusort.queue_timeout = '20s'; ${2:-} SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER () IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT arr FROM arrs WHERE name = '$1'))) AS u(v)) s;"
 }
 timed() { # timed NAME SQL: runs SQL, output in NAME.out, end time in NAME.end
   psql_q -c "$2" > "$workdir/$1.out"; date +%s%N > "$workdir/$1.end"
@@ -629,7 +632,7 @@ no_leaks "after the paused input"
 
 # ---- 4g. failures stay with their job ----
 echo "== a job the GPU fails fails alone"
-fail_sort="SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER (ORDER BY i) IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 123457)::int4) FROM generate_series(1, 123457) g))) WITH ORDINALITY AS u(v, i)) s"
+fail_sort="SELECT count(*), bool_and(ok) FROM (SELECT v >= lag(v) OVER () IS NOT FALSE AS ok FROM unnest(gpu_sort((SELECT array_agg(((g::int8 * 7919) % 123457)::int4) FROM generate_series(1, 123457) g))) AS u(v)) s"
 export GPUSORT_SERVICE_EMULATE_FAIL_N=123457
 start_server gpusort 100 1 0
 unset GPUSORT_SERVICE_EMULATE_FAIL_N
