@@ -24,45 +24,7 @@ SELECT i,
 FROM generate_series(1, 20000) i;
 ANALYZE t;
 
--- same_order(query, keys): runs the query with GpuSort and without, and
--- compares the sort keys row by row (position included), and the whole rows
--- as multisets (PostgreSQL's sort orders ties arbitrarily; GpuSort keeps
--- them in input order). Also checks that the first run used GpuSort.
-CREATE FUNCTION same_order(query text, keys text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  plan text;
-  used boolean := false;
-  key_differences bigint;
-  row_differences bigint;
-  total bigint;
-BEGIN
-  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-    used := used OR plan LIKE '%GpuSort%';
-  END LOOP;
-  EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
-  SET LOCAL gpusort.enabled = off;
-  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
-  END LOOP;
-  EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
-  SET LOCAL gpusort.enabled = on;
-  SELECT count(*) INTO total FROM pg_result;
-  EXECUTE format('SELECT count(*) FROM ((SELECT pos, %1$s FROM gpu_result EXCEPT ALL SELECT pos, %1$s FROM pg_result)
-                  UNION ALL (SELECT pos, %1$s FROM pg_result EXCEPT ALL SELECT pos, %1$s FROM gpu_result)) d', keys)
-    INTO key_differences;
-  SELECT count(*) INTO row_differences FROM (
-    (SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row
-     EXCEPT ALL SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row)
-    UNION ALL
-    (SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row
-     EXCEPT ALL SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row)) d;
-  DROP TABLE gpu_result;
-  DROP TABLE pg_result;
-  RETURN CASE WHEN NOT used THEN 'GpuSort not used'
-              WHEN key_differences > 0 THEN key_differences || ' positions differ'
-              WHEN row_differences > 0 THEN row_differences || ' rows differ'
-              ELSE 'same ' || total || ' rows' END;
-END $$;
+-- same_order(query, keys): setup.sql
 
 -- every key type, both directions, NULL placement
 SELECT q, same_order(q, k) FROM (VALUES

@@ -51,45 +51,7 @@ INSERT INTO kt (id, tz, iv) VALUES
   (20003, '10:00+00', '720 hours'), (20004, '12:00+02', '1 day'), (20005, '13:00+03', '24 hours');
 ANALYZE kt;
 
--- same_order(query, keys): runs the query with GpuSort and without, and
--- compares the sort keys row by row (position included: equal keys are
--- equal under the type's equality, as PostgreSQL's sort orders ties
--- arbitrarily), and the whole rows as multisets.
-CREATE FUNCTION same_order(query text, keys text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  plan text;
-  used boolean := false;
-  key_differences bigint;
-  row_differences bigint;
-  total bigint;
-BEGIN
-  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-    used := used OR plan LIKE '%GpuSort%';
-  END LOOP;
-  EXECUTE format('CREATE TEMP TABLE gpu_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
-  SET LOCAL gpusort.enabled = off;
-  FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-    IF plan LIKE '%GpuSort%' THEN RAISE EXCEPTION 'GpuSort used with gpusort.enabled = off'; END IF;
-  END LOOP;
-  EXECUTE format('CREATE TEMP TABLE pg_result AS SELECT row_number() OVER () AS pos, q.* FROM (%s) q', query);
-  SET LOCAL gpusort.enabled = on;
-  SELECT count(*) INTO total FROM pg_result;
-  EXECUTE format('SELECT count(*) FROM ((SELECT pos, %1$s FROM gpu_result EXCEPT ALL SELECT pos, %1$s FROM pg_result)
-                  UNION ALL (SELECT pos, %1$s FROM pg_result EXCEPT ALL SELECT pos, %1$s FROM gpu_result)) d', keys)
-    INTO key_differences;
-  SELECT count(*) INTO row_differences FROM (
-    (SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row
-     EXCEPT ALL SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row)
-    UNION ALL
-    (SELECT to_jsonb(pg_row) - 'pos' FROM pg_result pg_row
-     EXCEPT ALL SELECT to_jsonb(gpu_row) - 'pos' FROM gpu_result gpu_row)) d;
-  DROP TABLE gpu_result;
-  DROP TABLE pg_result;
-  RETURN CASE WHEN NOT used THEN 'GpuSort not used'
-              WHEN key_differences > 0 THEN key_differences || ' positions differ'
-              WHEN row_differences > 0 THEN row_differences || ' rows differ'
-              ELSE 'same ' || total || ' rows' END;
-END $$;
+-- same_order(query, keys): setup.sql
 
 -- a two-word key is shown once
 EXPLAIN (COSTS OFF) SELECT * FROM kt ORDER BY u DESC, id;
