@@ -269,12 +269,11 @@ stream_reserve(RowStore *store, const uint64_t *keys, const bool *nulls, uint32 
 	Size		size = job_record_size(store, length);
 	char	   *record;
 
-	if (size > store->stream_half ||
-		!service_rows_room(store->gpu_run->gpu, store->stream_records + 1,
-						   store->stream_used + size))
+	if (size > store->stream_half)
 		return NULL;
 	if (store->stream_used + size > store->stream_half)
 		flush_stream(store);
+	/* (stream_commit() asks whether the run has room for it) */
 	record = store->stream_slot + store->stream_side * store->stream_half + store->stream_used;
 	if (!stream_commit(store, record, keys, nulls, length))
 		return NULL;
