@@ -39,8 +39,11 @@
 #
 # Writes OUTDIR/sites.csv (one row per run), OUTDIR/sites_plans.txt (each
 # cell's plans, and one EXPLAIN ANALYZE per cell and mode) and prints the
-# medians per cell, the ratio gpusort / PostgreSQL, and "left": (gpusort -
-# floor) / (PostgreSQL - floor). The goals (issue #45): ratio <= 1.05
+# medians per cell, the ratio gpusort / PostgreSQL, "left": (gpusort -
+# floor) / (PostgreSQL - floor), an upper bound, and "left_s": the same
+# with the work of the node above the sort ("above": PostgreSQL's time of
+# the shape less that of its sorts alone, SORTS_ALONE=1) taken out of both
+# modes, the estimate of the sorting cost left. The goals (issue #45): ratio <= 1.05
 # everywhere, left <= 0.30 where GpuSort sorts, topn_row_number ratio <= 0.2.
 set -uo pipefail
 out=${1:?usage: bench/sort_sites_bench.sh OUTDIR}
@@ -69,6 +72,17 @@ declare -A shape_sql=(
   [distinct]="SELECT DISTINCT g, k FROM t OFFSET $rows"
   [distinct_on]="SELECT DISTINCT ON (g) g, k, id FROM t ORDER BY g, k OFFSET $rows"
   [merge_join]="SELECT t.id, u.v FROM t JOIN u ON t.k = u.k OFFSET $rows"
+)
+# The sorts of PostgreSQL's plan of a shape, each alone with the columns
+# it sorts ("|" between two): PostgreSQL's time of the shape less theirs
+# is the work of the node above the sort (the WindowAgg, Agg, Unique or
+# Merge Join), which neither the floor nor the sort holds.
+declare -A shape_sorts=(
+  [rank]="SELECT g, k FROM t ORDER BY g, k OFFSET $rows"
+  [topn_row_number]="SELECT g, k, id FROM t ORDER BY g, k OFFSET $rows"
+  [group_by_sorted]="SELECT g, k FROM t ORDER BY g OFFSET $rows"
+  [distinct_on]="SELECT g, k, id FROM t ORDER BY g, k OFFSET $rows"
+  [merge_join]="SELECT k, id FROM t ORDER BY k OFFSET $rows|SELECT k, v FROM u ORDER BY k OFFSET $u_rows"
 )
 # settings of a shape, for both modes and its floor
 declare -A shape_settings=(
@@ -134,11 +148,23 @@ for wm in $work_mems; do
       { echo "### rows=$rows work_mem=$wm $shape gpusort=$mode"; echo "$plan"; echo; } >> "$plans"
       sorts[$mode]=$(echo "$plan" | sorts_of)
     done
+    # PostgreSQL's sorts alone run as parallel as they do in its plan
+    sorts_settings="$settings"
+    case "${sorts[off]}" in *Gather*) ;; *) sorts_settings="$settings SET max_parallel_workers_per_gather = 0;" ;; esac
     # the floor and the modes take turns, so that a slow spell of the
     # machine falls on all of them
     for run in $(seq 1 "$repeat"); do
       ms=$(timed_run "$settings SET gpusort.enabled = off;" "${shape_sql[$floor_shape]}")
       echo "$rows,$wm,$shape:floor,off,$run,$ms,none" >> "$csv"
+      if [ -n "${shape_sorts[$shape]:-}" ] && [ "${SORTS_ALONE:-1}" = 1 ]; then
+        ms=0
+        IFS='|' read -ra alone <<< "${shape_sorts[$shape]}"
+        for q in "${alone[@]}"; do
+          one=$(timed_run "$sorts_settings SET gpusort.enabled = off;" "$q")
+          ms=$(python3 -c "print(round($ms + ${one:-0}, 3))")
+        done
+        echo "$rows,$wm,$shape:sorts,off,$run,$ms,none" >> "$csv"
+      fi
       for mode in off on; do
         extra="SET gpusort.enabled = $mode;"
         [ "$mode" = on ] && extra="$extra $force"
@@ -168,10 +194,10 @@ for r in csv.DictReader(open(sys.argv[1])):
         key = (r["rows"], r["work_mem"], r["shape"], r["mode"])
         runs.setdefault(key, []).append(float(r["ms"]))
         sorts[key] = r["sorts"]
-print(f"{'rows':>9} {'work_mem':>8} {'shape':<16} {'floor':>8} {'pg':>9} {'gpusort':>9} {'ratio':>6} {'left':>6}  sorts (pg / gpusort)")
+print(f"{'rows':>9} {'work_mem':>8} {'shape':<16} {'floor':>8} {'above':>7} {'pg':>9} {'gpusort':>9} {'ratio':>6} {'left':>6} {'left_s':>6}  sorts (pg / gpusort)")
 seen = []
 for (rows, wm, shape, mode) in runs:
-    if shape.endswith(":floor") or (rows, wm, shape) in seen:
+    if ":" in shape or (rows, wm, shape) in seen:
         continue
     seen.append((rows, wm, shape))
     floor = statistics.median(runs.get((rows, wm, shape + ":floor", "off"), [0]))
@@ -180,6 +206,15 @@ for (rows, wm, shape, mode) in runs:
         continue
     a, b = statistics.median(off), statistics.median(on)
     left = (b - floor) / (a - floor) if a > floor else float("nan")
-    print(f"{rows:>9} {wm:>8} {shape:<16} {floor:>8.0f} {a:>9.0f} {b:>9.0f} {b / a:>6.2f} {left:>6.2f}  "
+    # above: the node above the sort, PostgreSQL's shape less its sorts
+    # alone; left_s: the sorting cost left once that work is taken out of
+    # both modes
+    alone = runs.get((rows, wm, shape + ":sorts", "off"))
+    above, left_s = float("nan"), float("nan")
+    if alone:
+        above = a - statistics.median(alone)
+        if a - above > floor:
+            left_s = (b - above - floor) / (a - above - floor)
+    print(f"{rows:>9} {wm:>8} {shape:<16} {floor:>8.0f} {above:>7.0f} {a:>9.0f} {b:>9.0f} {b / a:>6.2f} {left:>6.2f} {left_s:>6.2f}  "
           f"{sorts.get((rows, wm, shape, 'off'))} / {sorts.get((rows, wm, shape, 'on'))}")
 PY
