@@ -7,7 +7,7 @@
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
 # installed and preloaded (the GPU service): on the GPU machine,
 # bench/device_run.sh sites (PG_MAJOR=18 for PostgreSQL 18). Builds t (ROWS
-# rows: int4 key k, int4 group g with GROUPS values, id, a 32-character md5
+# rows: int4 key k, int4 group g with SITE_GROUPS values, id, a 32-character md5
 # payload) and u (U_ROWS rows: int4 key k drawn as t's, int8 v), no
 # indexes, then for every work_mem times every shape runs the shape with
 # gpusort.enabled off and on, each pair after a run of the shape's floor,
@@ -31,7 +31,7 @@
 # bound of the sorting cost gpusort leaves); for merge_join both scans.
 #
 # Defaults: ROWS=10000000 (the issue also wants 50000000) U_ROWS=10000000
-# GROUPS=1000000 WORK_MEMS="4MB 64MB" REPEAT=3 WORKERS=2 (PostgreSQL's
+# SITE_GROUPS=1000000 WORK_MEMS="4MB 64MB" REPEAT=3 WORKERS=2 (PostgreSQL's
 # default max_parallel_workers_per_gather; the GPU machine's server has
 # parallel workers off) FORCE=0 (1: gpusort.min_rows = 0, GpuSort wherever
 # it can, not where its costs say). REUSE_TABLE=1 keeps t and u of an
@@ -49,7 +49,9 @@ set -uo pipefail
 out=${1:?usage: bench/sort_sites_bench.sh OUTDIR}
 rows=${ROWS:-10000000}
 u_rows=${U_ROWS:-10000000}
-groups=${GROUPS:-1000000}
+# (not GROUPS: bash keeps its own GROUPS, the user's group ids, whatever
+# the environment says)
+groups=${SITE_GROUPS:-1000000}
 work_mems=${WORK_MEMS:-4MB 64MB}
 repeat=${REPEAT:-3}
 workers=${WORKERS:-2}
@@ -96,6 +98,7 @@ psql_q -c "SELECT name || ': ' || value FROM gpusort_info()"
 psql_q -c "SELECT 'server: ' || version()"
 if [ "${REUSE_TABLE:-0}" = 1 ] &&
    [ "$(psql_q -c "SELECT count(*) FROM t" 2>/dev/null)" = "$rows" ] &&
+   [ "$(psql_q -c "SELECT max(g) + 1 FROM t" 2>/dev/null)" = "$groups" ] &&
    [ "$(psql_q -c "SELECT count(*) FROM u" 2>/dev/null)" = "$u_rows" ]; then
   echo "== reusing t ($rows rows) and u ($u_rows rows)"
 else

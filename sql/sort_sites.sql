@@ -255,4 +255,28 @@ SET gpusort.enabled = off;
 SELECT * FROM explain_stable($$SELECT DISTINCT g, k FROM t$$);
 RESET gpusort.enabled;
 
+-- ---- a hashed aggregation that would spill ----
+-- becomes a GroupAggregate over a GpuSort by its grouping columns; one
+-- that fits work_mem stays hashed, as do grouping sets
+SET enable_hashagg = on;
+SET work_mem = '64kB';
+SELECT * FROM explain_stable($$SELECT DISTINCT b, g FROM t$$);
+SELECT * FROM explain_stable($$SELECT g, b, count(*) FROM t GROUP BY g, b HAVING count(*) > 0$$);
+SELECT same_rows($$SELECT DISTINCT b, g FROM t$$);
+SELECT same_rows($$
+SELECT g, k, count(*), sum(b), min(id), max(f), array_agg(id ORDER BY id)
+FROM t GROUP BY g, k HAVING count(*) > 1 OR min(id) % 3 = 0$$);
+-- NULL groups, float groups (NaN one group, -0 and 0 another), int2
+SELECT same_rows($$SELECT b, count(*), sum(id) FROM t GROUP BY b$$);
+SELECT same_rows($$SELECT f, s, count(*), array_agg(id ORDER BY id) FROM t GROUP BY f, s$$);
+SELECT same_rows($$SELECT count(*) FROM (SELECT DISTINCT id / 2, s FROM t) d$$);
+-- below a join and in a subquery
+SELECT same_rows($$
+SELECT t.g, count(*), sum(u.v) FROM t JOIN u ON u.k = t.k GROUP BY t.g, t.id$$);
+SELECT sorted_by($$SELECT g, count(*) FROM t GROUP BY ROLLUP (g, k)$$);
+SET work_mem = '4MB';
+SELECT sorted_by($$SELECT DISTINCT b, g FROM t$$);
+RESET work_mem;
+RESET enable_hashagg;
+
 DROP SCHEMA sort_sites CASCADE;
