@@ -332,7 +332,8 @@ def random_key(rng, x, allow_text=True):
 
 
 def dirs(rng):
-    d = rng.choice(["", "", " ASC", " DESC", " DESC"])
+    # (USING < and > are ASC and DESC, by the type's default operators)
+    d = rng.choice(["", "", " ASC", " DESC", " DESC", " USING <", " USING >"])
     n = rng.choice(["", "", "", " NULLS FIRST", " NULLS LAST"])
     return d + n
 
