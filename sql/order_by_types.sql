@@ -1,7 +1,8 @@
 -- ORDER BY keys of the fixed-width types beyond the integers and floats:
 -- boolean, "char", oid, money, time, pg_lsn, macaddr, macaddr8 (one engine
 -- key column each) and timetz, interval, uuid (two each: the 128-bit key's
--- high and low words). Every query is compared row by row with PostgreSQL's
+-- high and low words); numeric and inet/cidr, whose ties the comparator
+-- resolves. Every query is compared row by row with PostgreSQL's
 -- own sort (gpusort.enabled = off), keys by position and rows as multisets,
 -- and must have used GpuSort.
 SET client_min_messages = warning;
@@ -171,5 +172,46 @@ RESET max_parallel_workers_per_gather;
 -- NaN above +Infinity, as in PostgreSQL
 EXPLAIN (COSTS OFF) SELECT nu FROM (VALUES ('NaN'::numeric), ('Infinity'), ('-Infinity'), (1.5)) v(nu) ORDER BY nu;
 SELECT nu FROM (VALUES ('NaN'::numeric), ('Infinity'), ('-Infinity'), (1.5)) v(nu) ORDER BY nu;
+
+-- inet and cidr: family, network, netmask length, then host bits, in
+-- three words; IPv6 host bits beyond the first 47 (the low bits of a /64)
+-- tie for the comparator. IPv4 and IPv6, every netmask length, equal
+-- networks with different hosts, NULLs
+CREATE TABLE ki AS
+SELECT g AS id,
+  CASE WHEN g % 31 = 0 THEN NULL
+   WHEN g % 5 = 0 THEN set_masklen('0.0.0.0'::inet + ((g * 2654435761) % 4294967296), ((g * 7) % 33)::int)
+   WHEN g % 5 = 1 THEN set_masklen('10.0.0.0'::inet + (g % 1000), ((g % 3) * 8 + 8)::int)
+   WHEN g % 5 = 2 THEN set_masklen('2001:db8::'::inet + ((g * 2654435761) % 4294967296) + (((g * 40503) % 65536) << 40), ((g * 11) % 129)::int)
+   WHEN g % 5 = 3 THEN set_masklen('fe80::'::inet + ((g % 7) * 1000003) + (g % 3 << 52), 64)
+   ELSE set_masklen('2001:db8:1::'::inet + (g % 50), ((g % 4) * 32)::int)
+  END AS a,
+  CASE WHEN g % 37 = 0 THEN NULL
+   WHEN g % 2 = 0 THEN network(set_masklen('0.0.0.0'::inet + ((g * 40503) % 4294967296), (g % 33)::int))::cidr
+   ELSE network(set_masklen('2001:db8::'::inet + ((g * 40503) % 4294967296) + (g % 5 << 60), (g % 129)::int))::cidr END AS c
+FROM generate_series(1::int8, 20000) g;
+ANALYZE ki;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM ki ORDER BY a, id;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM ki ORDER BY a', 'a'),
+  ('SELECT * FROM ki ORDER BY a DESC, id', 'a, id'),
+  ('SELECT * FROM ki ORDER BY c NULLS FIRST', 'c'),
+  ('SELECT * FROM ki ORDER BY c DESC, a, id', 'c, a, id'),
+  ('SELECT id, network(a) AS x FROM ki ORDER BY 2, 1', 'x, id'),
+  ('SELECT * FROM ki ORDER BY a, id LIMIT 100', 'a, id'),
+  ('SELECT * FROM ki ORDER BY c DESC, id LIMIT 500 OFFSET 20', 'c, id')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM ki ORDER BY a', 'a'),
+  ('SELECT * FROM ki ORDER BY c DESC, id LIMIT 3000', 'c, id')
+) AS queries(q, k);
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM ki ORDER BY a, id', 'a, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
 
 DROP SCHEMA order_by_types CASCADE;

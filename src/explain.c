@@ -23,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/typcache.h"
 
 #include "gpusort_executor.h"
 
@@ -37,6 +38,9 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 	{
 		TargetEntry *tle;
 		StringInfoData key;
+		TypeCacheEntry *type;
+		Oid			sort_operator = state->plan.sort_operator[k];
+		bool		pattern;
 
 		if (state->plan.key_part[k] > 0)
 			continue;			/* a later word of the key before */
@@ -45,8 +49,14 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 		initStringInfo(&key);
 		appendStringInfoString(&key, deparse_expression((Node *) tle->expr, context,
 														use_prefix, false));
-		/* like PostgreSQL's Sort: a collation other than the type's */
-		if (OidIsValid(state->plan.collation[k]) &&
+		/* an operator neither the type's default < nor > (a pattern
+		 * operator, ~<~): named, as PostgreSQL's Sort names it */
+		type = lookup_type_cache(exprType((Node *) tle->expr),
+								 TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+		pattern = sort_operator != type->lt_opr && sort_operator != type->gt_opr;
+		/* like PostgreSQL's Sort: a collation other than the type's (but
+		 * a pattern operator's, "C", which its order ignores) */
+		if (!pattern && OidIsValid(state->plan.collation[k]) &&
 			state->plan.collation[k] != get_typcollation(exprType((Node *) tle->expr)))
 		{
 			char	   *collation = get_collation_name(state->plan.collation[k]);
@@ -55,7 +65,9 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 				appendStringInfo(&key, " COLLATE %s", quote_identifier(collation));
 		}
 		/* like PostgreSQL's Sort: only what differs from the default */
-		if (state->plan.descending[k])
+		if (pattern)
+			appendStringInfo(&key, " USING %s", get_opname(sort_operator));
+		else if (state->plan.descending[k])
 			appendStringInfoString(&key, " DESC");
 		if (state->plan.nulls_first[k] && !state->plan.descending[k])
 			appendStringInfoString(&key, " NULLS FIRST");

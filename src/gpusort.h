@@ -63,6 +63,8 @@ extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *e
 
 /* ---- planner.c ---- */
 extern void gpusort_planner_init(void);
+extern Oid	gpusort_pattern_opfamily(Oid type);
+extern bool gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise);
 extern bool gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
 								  int nkeys, double sort_startup_cost);
 

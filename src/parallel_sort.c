@@ -574,10 +574,9 @@ merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *s
 	 * of prefix keys: their merge stays the leader's) */
 	share_node->ranges_allowed = spec->bound == 0 && !spec->random_access && gpusort_parallel_merge &&
 		!gpusort_plan_has_prefix_keys(&state->plan);
-	/* (the shared rows job's rows come back in the order of their encoded
-	 * keys, with no place to resolve ties of prefix keys) */
-	share_node->gpu_rows_allowed = spec->bound == 0 && gpusort_spill_to_gpu &&
-		!gpusort_plan_has_prefix_keys(&state->plan);
+	/* (with prefix keys too: the leader puts the ties of the shared rows
+	 * job's rows in order as it reads them, row_store_gpu.c) */
+	share_node->gpu_rows_allowed = spec->bound == 0 && gpusort_spill_to_gpu;
 	share_node->gpu_rows_expected = spec->expected_rows;
 
 	for (;;)

@@ -43,6 +43,9 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_collation_d.h"
+#include "catalog/pg_opfamily_d.h"
+#include "catalog/pg_type_d.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -124,6 +127,51 @@ find_key_expression(PathKey *pathkey, PathTarget *target, Relids child_relids)
 }
 
 /*
+ * The btree operator family for strings whose order is their bytes'
+ * whatever the collation (text_pattern_ops and varchar_pattern_ops;
+ * bpchar_pattern_ops, trailing spaces aside): its ~<~ and ~>~ order a
+ * string key as the prefix of its bytes does (types.c). InvalidOid for
+ * other types.
+ */
+Oid
+gpusort_pattern_opfamily(Oid type)
+{
+	if (type == TEXTOID || type == VARCHAROID)
+		return TEXT_PATTERN_BTREE_FAM_OID;
+	if (type == BPCHAROID)
+		return BPCHAR_PATTERN_BTREE_FAM_OID;
+	return InvalidOid;
+}
+
+/*
+ * Can a key of `type` be sorted in the order of btree family `opfamily`?
+ * The type's default family (its encoding's order), or a string's pattern
+ * family (gpusort_pattern_opfamily(): *bytewise, the collation does not
+ * count); *input_type is the type the family's operators take for it
+ * (varchar sorts with text's). Other families (ORDER BY ... USING some
+ * other opclass's operator) stay PostgreSQL's sort.
+ */
+bool
+gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise)
+{
+	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+
+	*bytewise = false;
+	if (OidIsValid(opclass) && get_opclass_family(opclass) == opfamily)
+	{
+		*input_type = get_opclass_input_type(opclass);
+		return true;
+	}
+	if (OidIsValid(opfamily) && opfamily == gpusort_pattern_opfamily(type))
+	{
+		*input_type = type == BPCHAROID ? BPCHAROID : TEXTOID;
+		*bytewise = true;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Fills info (except attnos) and the key expressions (one per engine key
  * column: a key of several words repeats its expression) if every ORDER BY
  * key can be a GpuSort key; returns false otherwise.
@@ -142,8 +190,10 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		Expr	   *expr;
 		Oid			type;
 		const GpuSortType *key_type;
-		Oid			opclass;
+		Oid			input_type;
 		Oid			sort_operator;
+		Oid			collation;
+		bool		bytewise;
 		int			strategy;
 
 		expr = find_key_expression(pathkey, target, child_relids);
@@ -153,25 +203,28 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		key_type = gpusort_find_type(type);
 		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
-		/* the type's default order only: ORDER BY ... USING is left alone */
-		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
-		if (!OidIsValid(opclass) || get_opclass_family(opclass) != pathkey->pk_opfamily)
+		/* the type's default order (ORDER BY ... USING < or >), or a
+		 * string's pattern order (USING ~<~); other orders are left alone */
+		if (!gpusort_key_opfamily(type, pathkey->pk_opfamily, &input_type, &bytewise))
 			return false;
 		strategy = gpusort_pathkey_strategy(pathkey);
 		if (strategy == 0)
 			return false;
 		/* the opclass's own type: varchar sorts with text's operators */
-		sort_operator = get_opfamily_member(pathkey->pk_opfamily, get_opclass_input_type(opclass),
-											get_opclass_input_type(opclass), strategy);
+		sort_operator = get_opfamily_member(pathkey->pk_opfamily, input_type, input_type,
+											strategy);
 		if (!OidIsValid(sort_operator))
 			return false;
 		/*
 		 * A string's prefix is its bytes: its order is the collation's
 		 * only where the collation orders by bytes (C, POSIX, ucs_basic,
 		 * C.UTF-8). Others (libc, ICU, nondeterministic) stay PostgreSQL's.
+		 * A pattern operator orders by bytes under any collation: the key
+		 * is taken as under "C", which its comparator ignores as well.
 		 */
+		collation = bytewise ? C_COLLATION_OID : pathkey->pk_eclass->ec_collation;
 		if (key_type->prefix_only && type_is_collatable(type) &&
-			!gpusort_collation_is_bytewise(pathkey->pk_eclass->ec_collation))
+			!gpusort_collation_is_bytewise(collation))
 			return false;
 		/* one engine key column per word of the key, most significant first */
 		for (int part = 0; part < key_type->nwords; part++)
@@ -182,7 +235,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 			info->key_part[k] = part;
 			info->descending[k] = strategy == BTGreaterStrategyNumber;
 			info->nulls_first[k] = pathkey->pk_nulls_first;
-			info->collation[k] = pathkey->pk_eclass->ec_collation;
+			info->collation[k] = collation;
 			info->sort_operator[k] = sort_operator;
 			*key_exprs = lappend(*key_exprs, expr);
 		}

@@ -595,6 +595,9 @@ void
 row_store_end(RowStore *store)
 {
 	close_partition(store);
+	/* (a tuplesort's temporary files close now, not with the transaction) */
+	if (store->gpu_ties != NULL && store->gpu_ties->spilled != NULL)
+		tuplesort_end(store->gpu_ties->spilled);
 	for (int r = 0; r < store->nruns; r++)
 	{
 		if (store->runs[r]->gpu != NULL)

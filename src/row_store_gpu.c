@@ -82,10 +82,10 @@ abandon_gpu_rows(void *arg)
 bool
 gpu_run_allowed(const RowStore *store)
 {
-	/* a GPU run's rows come back in the order of their encoded keys, with
-	 * no place to resolve ties of prefix keys: those go to files */
+	/* (with prefix keys too: the ties of the rows that come back in the
+	 * order of their encoded keys are put in order as they are read, see
+	 * next_tied_row()) */
 	return store->spec.spill_to_gpu && gpusort_device != GS_DEVICE_CPU && gpu_service != NULL &&
-		store->ties == NULL &&
 		store->spec.bound == 0 && store->spec.share_files == NULL && store->ntuples > 0;
 }
 
@@ -545,6 +545,7 @@ release_gpu_run(RowStore *store)
 void
 start_gpu_read(RowStore *store)
 {
+	restart_gpu_ties(store);
 	store->read_reserve = MAXALIGN(store->gpu_run->largest_record);
 	store->read_requested = 0;
 	store->read_side = 1;
@@ -556,10 +557,10 @@ start_gpu_read(RowStore *store)
 	turn_to_other_half(store);
 }
 
-/* The GPU run's next row into *tuple, valid until the next call; false at
- * its end. */
-bool
-next_gpu_row(RowStore *store, MinimalTuple *tuple)
+/* The GPU run's next record read from its slot: its keys, NULL flags
+ * and tuple, valid until the next call; false at its end. */
+static bool
+read_gpu_record(RowStore *store, void *source, uint64_t *keys, bool *nulls, MinimalTuple *tuple)
 {
 	Size		header_size = job_header_size(store);
 	uint32		length = 0;
@@ -593,6 +594,9 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	if (!service_rows_check_record(store->gpu_run->gpu, store->read_next))
 		gpu_run_failed();
 	data = store->read_next + header_size;
+	memcpy(keys, store->read_next + sizeof(length), store->nkeys * sizeof(uint64_t));
+	memcpy(nulls, store->read_next + sizeof(length) + store->nkeys * sizeof(uint64_t),
+		   store->nkeys);
 	store->read_next += job_record_size(store, length);
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
@@ -606,4 +610,292 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	Assert((uintptr_t) data % MAXIMUM_ALIGNOF == 0);
 	*tuple = (MinimalTuple) data;
 	return true;
+}
+
+/* ---- ties of prefix keys in the GPU run ---- */
+
+/*
+ * The service sorts a rows job's records by their encoded keys (and,
+ * where those are equal, keeps the order they were sent in): it cannot
+ * compare values. With prefix keys (store->ties), rows whose prefixes tie
+ * where the prefix may not determine the value (compare_keys_tied()) come
+ * back together, but in the order they were sent. As the run is read,
+ * back from the slot (READ_GPU) or as a merge's input, each such group is
+ * read whole (one row past its end, which is kept for the next group) and
+ * put in order by PostgreSQL's comparator (tie_resolver_sort()) before its
+ * first row is returned. A row whose prefixes determine their values
+ * (no tie flag set) cannot tie with another and is returned as it lies.
+ *
+ * Memory: a group is copied into memory within gpu_tie_memory(), a
+ * quarter of work_mem (which a merge reading the run leaves it, see
+ * start_merge()). A group larger than that (many rows sharing a long
+ * prefix; numerics equal in their abbreviated key) goes, rows already
+ * copied first, to PostgreSQL's own sort of the same keys (a tuplesort
+ * with as much memory, which spills to its own temporary files beyond
+ * it), and its rows are returned from there: bounded memory, and
+ * PostgreSQL's order, whatever the group's size.
+ */
+
+/* The memory a group of tied rows may take in memory, and again in a
+ * tuplesort beyond that. */
+Size
+gpu_tie_memory(const RowStore *store)
+{
+	return Max(store->spec.work_mem_bytes / 4, MIN_TIE_GROUP_BYTES);
+}
+
+/* What one more row of `length` bytes adds to a group in memory: its copy,
+ * its place in the arrays, and tie_resolver_sort()'s note of its values. */
+static Size
+tied_row_bytes(const RowStore *store, uint32 length)
+{
+	return MAXALIGN(length) + sizeof(MinimalTuple) + sizeof(uint32_t) +
+		store->nkeys * (2 * sizeof(uint64_t) + 2) + 32;
+}
+
+/* Reading the GPU run starts (again): no group, no row read ahead. */
+void
+restart_gpu_ties(RowStore *store)
+{
+	GpuTieGroup *group = store->gpu_ties;
+
+	if (store->ties == NULL)
+		return;
+	if (group == NULL)
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(store->context);
+
+		group = palloc0(sizeof(GpuTieGroup));
+		group->context = AllocSetContextCreate(store->context, "GpuSort GPU run ties",
+											   ALLOCSET_DEFAULT_SIZES);
+		group->budget = gpu_tie_memory(store);
+		group->spill_slot = MakeSingleTupleTableSlot(store->spec.tuple_desc,
+													 &TTSOpsMinimalTuple);
+		store->gpu_ties = group;
+		MemoryContextSwitchTo(old_context);
+	}
+	if (group->spilled != NULL)
+		tuplesort_end(group->spilled);
+	group->spilled = NULL;
+	MemoryContextReset(group->context);
+	group->tuples = NULL;
+	group->keys = NULL;
+	group->nulls = NULL;
+	group->order = NULL;
+	group->count = group->allocated = group->next = 0;
+	group->bytes = 0;
+	group->have_pending = false;
+}
+
+/* Can the row with these keys tie with a later one undecided? Only where
+ * a prefix key's flag says its prefix may not determine the value. */
+static inline bool
+may_tie(const RowStore *store, const uint64_t *keys, const bool *nulls)
+{
+	for (int k = 0; k < store->nkeys; k++)
+		if (store->ties->is_flag[k] && !nulls[k] && (keys[k] & 0xFF) != 0)
+			return true;
+	return false;
+}
+
+/* The row read past a group, copied to the group's pending row. */
+static void
+keep_pending(RowStore *store, GpuTieGroup *group, const uint64_t *keys, const bool *nulls,
+			 MinimalTuple tuple)
+{
+	if (group->pending_size < tuple->t_len)
+	{
+		Size		size = Max(MAXALIGN(tuple->t_len), 2 * group->pending_size);
+
+		if (group->pending != NULL)
+			pfree(group->pending);
+		group->pending = MemoryContextAllocHuge(store->context, size);
+		group->pending_size = size;
+	}
+	memcpy(group->pending, tuple, tuple->t_len);
+	memcpy(group->pending_keys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(group->pending_nulls, nulls, store->nkeys);
+	group->have_pending = true;
+}
+
+/* The group's rows from here on go to PostgreSQL's sort: those copied so
+ * far move there now, and their memory goes. */
+static void
+spill_group(RowStore *store, GpuTieGroup *group)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(store->context);
+
+	group->spilled = tie_resolver_begin_tuplesort(store->ties, (int) (group->budget / 1024));
+	MemoryContextSwitchTo(old_context);
+	memcpy(group->spill_keys, group->keys, store->nkeys * sizeof(uint64_t));
+	memcpy(group->spill_nulls, group->nulls, store->nkeys);
+	for (size_t i = 0; i < group->count; i++)
+	{
+		ExecStoreMinimalTuple(group->tuples[i], group->spill_slot, false);
+		tuplesort_puttupleslot(group->spilled, group->spill_slot);
+	}
+	store->ties->rows += group->count;
+	ExecClearTuple(group->spill_slot);
+	MemoryContextReset(group->context);
+	group->tuples = NULL;
+	group->keys = NULL;
+	group->nulls = NULL;
+	group->count = group->allocated = 0;
+	group->bytes = 0;
+}
+
+/* One more row of the group: copied into memory, or to the tuplesort once
+ * the group outgrew its memory. */
+static void
+add_tied_row(RowStore *store, GpuTieGroup *group, const uint64_t *keys, const bool *nulls,
+			 MinimalTuple tuple)
+{
+	Size		bytes = tied_row_bytes(store, tuple->t_len);
+
+	if (group->spilled == NULL && group->count > 0 && group->bytes + bytes > group->budget)
+		spill_group(store, group);
+	if (group->spilled != NULL)
+	{
+		ExecStoreMinimalTuple(tuple, group->spill_slot, false);
+		tuplesort_puttupleslot(group->spilled, group->spill_slot);
+		ExecClearTuple(group->spill_slot);
+		store->ties->rows++;
+		return;
+	}
+	if (group->count == group->allocated)
+	{
+		size_t		allocated = Max(group->allocated * 2, 16);
+		MemoryContext old_context = MemoryContextSwitchTo(group->context);
+
+		if (group->tuples == NULL)
+		{
+			group->tuples = palloc(allocated * sizeof(MinimalTuple));
+			group->keys = palloc(allocated * store->nkeys * sizeof(uint64_t));
+			group->nulls = palloc(allocated * store->nkeys);
+		}
+		else
+		{
+			group->tuples = repalloc(group->tuples, allocated * sizeof(MinimalTuple));
+			group->keys = repalloc(group->keys, allocated * store->nkeys * sizeof(uint64_t));
+			group->nulls = repalloc(group->nulls, allocated * store->nkeys);
+		}
+		group->allocated = allocated;
+		MemoryContextSwitchTo(old_context);
+	}
+	group->tuples[group->count] = MemoryContextAlloc(group->context, tuple->t_len);
+	memcpy(group->tuples[group->count], tuple, tuple->t_len);
+	memcpy(group->keys + group->count * store->nkeys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(group->nulls + group->count * store->nkeys, nulls, store->nkeys);
+	group->count++;
+	group->bytes += bytes;
+	store->stats.peak_memory = Max(store->stats.peak_memory, store->memory_used + group->bytes);
+}
+
+/*
+ * The GPU run's next row in SQL order (see above), read through `read`:
+ * its keys, NULL flags and tuple, valid until the next call; false at the
+ * run's end. The rows of a group sorted by PostgreSQL's sort are returned
+ * with its first row's keys: the keys up to and including the prefix key
+ * they tie on are every row's own, and those after it decide no
+ * comparison (a merge compares two such rows' later keys only where that
+ * prefix key does not tie undecided, compare_keys_tied()).
+ */
+bool
+next_tied_row(RowStore *store, GpuRecordReader read, void *source, uint64_t *keys, bool *nulls,
+			  MinimalTuple *tuple)
+{
+	GpuTieGroup *group = store->gpu_ties;
+	uint64_t	next_keys[GS_MAX_KEY_COLUMNS];
+	bool		next_nulls[GS_MAX_KEY_COLUMNS];
+	MinimalTuple next;
+	bool		undecided;
+	uint64		read_rows = 0;
+
+	/* a group being returned */
+	if (group->next < group->count)
+	{
+		uint32_t	row = group->order[group->next++];
+
+		memcpy(keys, group->keys + row * store->nkeys, store->nkeys * sizeof(uint64_t));
+		memcpy(nulls, group->nulls + row * store->nkeys, store->nkeys);
+		*tuple = group->tuples[row];
+		return true;
+	}
+	if (group->spilled != NULL)
+	{
+		if (tuplesort_gettupleslot(group->spilled, true, false, group->spill_slot, NULL))
+		{
+			bool		should_free;
+
+			memcpy(keys, group->spill_keys, store->nkeys * sizeof(uint64_t));
+			memcpy(nulls, group->spill_nulls, store->nkeys);
+			*tuple = ExecFetchSlotMinimalTuple(group->spill_slot, &should_free);
+			Assert(!should_free);
+			return true;
+		}
+		ExecClearTuple(group->spill_slot);
+		tuplesort_end(group->spilled);
+		group->spilled = NULL;
+	}
+
+	/* the next group's first row: the one read past the last group, or
+	 * the run's next */
+	MemoryContextReset(group->context);
+	group->tuples = NULL;
+	group->keys = NULL;
+	group->nulls = NULL;
+	group->order = NULL;
+	group->count = group->allocated = group->next = 0;
+	group->bytes = 0;
+	if (group->have_pending)
+	{
+		group->have_pending = false;
+		memcpy(keys, group->pending_keys, store->nkeys * sizeof(uint64_t));
+		memcpy(nulls, group->pending_nulls, store->nkeys);
+		*tuple = (MinimalTuple) group->pending;
+	}
+	else if (!read(store, source, keys, nulls, tuple))
+		return false;
+	if (!may_tie(store, keys, nulls))
+		return true;			/* (a pending row stays valid until then) */
+
+	/* its group: every row after it that ties with it undecided */
+	add_tied_row(store, group, keys, nulls, *tuple);
+	while (read(store, source, next_keys, next_nulls, &next))
+	{
+		compare_keys_tied(store, keys, nulls, next_keys, next_nulls, &undecided);
+		if (!undecided)
+		{
+			keep_pending(store, group, next_keys, next_nulls, next);
+			break;
+		}
+		add_tied_row(store, group, next_keys, next_nulls, next);
+		if ((++read_rows & 0x3fff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (group->spilled != NULL)
+	{
+		tuplesort_performsort(group->spilled);
+		return next_tied_row(store, read, source, keys, nulls, tuple);
+	}
+	group->order = MemoryContextAlloc(group->context, group->count * sizeof(uint32_t));
+	for (size_t i = 0; i < group->count; i++)
+		group->order[i] = (uint32_t) i;
+	if (group->count > 1)
+		tie_resolver_sort(store->ties, group->tuples, group->order, group->count);
+	return next_tied_row(store, read, source, keys, nulls, tuple);
+}
+
+
+/* The GPU run's next row into *tuple, read from its slot (READ_GPU), in
+ * SQL order; valid until the next call; false at its end. */
+bool
+next_gpu_row(RowStore *store, MinimalTuple *tuple)
+{
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+
+	if (store->ties != NULL)
+		return next_tied_row(store, read_gpu_record, NULL, keys, nulls, tuple);
+	return read_gpu_record(store, NULL, keys, nulls, tuple);
 }

@@ -40,6 +40,12 @@
 #define MIN_GPU_RUN_BYTES ((Size) 64 * 1024 * 1024)
 #define MAX_GPU_READ_CHUNK ((Size) 8 * 1024 * 1024)
 
+/* With prefix keys, a group of the GPU run's rows that tie (see
+ * GpuTieGroup) is sorted in memory within a quarter of work_mem, at least
+ * MIN_TIE_GROUP_BYTES; a larger one by PostgreSQL's own sort, within as
+ * much. */
+#define MIN_TIE_GROUP_BYTES ((Size) 64 * 1024)
+
 /* A sample of a run: a record's keys, and where it starts. */
 typedef struct RunSample
 {
@@ -120,6 +126,47 @@ typedef unsigned __int128 MergeKey;
 #define MERGE_RANK_NULL_LAST 2
 #define MERGE_RANK_DONE 3
 
+/*
+ * The GPU run read back with prefix keys (row_store_gpu.c, "ties of prefix
+ * keys"): the service orders its rows by (encoded keys, row), so rows
+ * whose prefixes tie where the prefix may not determine the value come
+ * together but not yet in SQL order. Each such group is read whole, one
+ * row past its end, and put in order before its first row is returned.
+ */
+typedef struct GpuTieGroup
+{
+	MemoryContext context;		/* the group's copies, emptied for each group */
+	Size		budget;			/* the most a group takes in memory */
+	/* the group in memory: copies of its rows and their keys; `order`
+	 * their order once sorted; `next` the next to return */
+	MinimalTuple *tuples;
+	uint64_t   *keys;			/* nkeys to a row */
+	bool	   *nulls;
+	uint32_t   *order;
+	size_t		count;
+	size_t		allocated;
+	size_t		next;
+	Size		bytes;			/* what the group takes, counted against budget */
+	/* a group larger than budget: PostgreSQL's sort of it, and the keys
+	 * its rows are returned with (its first row's: those the rows tie on
+	 * decide every later comparison, see next_tied_row()) */
+	Tuplesortstate *spilled;
+	TupleTableSlot *spill_slot;
+	uint64_t	spill_keys[GS_MAX_KEY_COLUMNS];
+	bool		spill_nulls[GS_MAX_KEY_COLUMNS];
+	/* the row read past the group, copied: the next group's first */
+	bool		have_pending;
+	char	   *pending;
+	Size		pending_size;
+	uint64_t	pending_keys[GS_MAX_KEY_COLUMNS];
+	bool		pending_nulls[GS_MAX_KEY_COLUMNS];
+} GpuTieGroup;
+
+/* Reads a GPU run's next record: its keys, NULL flags and tuple, valid
+ * until the next call; false at the run's end. */
+typedef bool (*GpuRecordReader) (RowStore *store, void *source, uint64_t *keys, bool *nulls,
+								 MinimalTuple *tuple);
+
 /* Where reading the output stands. */
 typedef enum ReadMode
 {
@@ -195,6 +242,7 @@ struct RowStore
 	bool		gpu_run_tried;
 	bool		gpu_run_early;	/* may go to a GPU run within work_mem */
 	bool		gpu_run_open;
+	GpuTieGroup *gpu_ties;		/* prefix keys: reading the GPU run */
 	char	   *stream_slot;
 	Size		stream_half;	/* bytes of each half */
 	int			stream_side;	/* the half being filled */
@@ -505,6 +553,10 @@ extern bool gpu_read_possible(RowStore *store);
 extern void release_gpu_run(RowStore *store);
 extern void start_gpu_read(RowStore *store);
 extern bool next_gpu_row(RowStore *store, MinimalTuple *tuple);
+extern Size gpu_tie_memory(const RowStore *store);
+extern void restart_gpu_ties(RowStore *store);
+extern bool next_tied_row(RowStore *store, GpuRecordReader read, void *source, uint64_t *keys,
+						  bool *nulls, MinimalTuple *tuple);
 
 #pragma GCC visibility pop
 

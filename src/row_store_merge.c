@@ -159,12 +159,49 @@ read_chunk_record(RowStore *store, MergeInput *input)
 	return true;
 }
 
+/* A merge's input from the GPU run: its next record, parsed in its chunk
+ * (read_chunk_record()). */
+static bool
+read_input_record(RowStore *store, void *source, uint64_t *keys, bool *nulls,
+				  MinimalTuple *tuple)
+{
+	MergeInput *input = (MergeInput *) source;
+
+	if (!read_chunk_record(store, input))
+		return false;
+	memcpy(keys, input->keys, store->nkeys * sizeof(uint64_t));
+	memcpy(nulls, input->nulls, store->nkeys);
+	*tuple = input->tuple;
+	return true;
+}
+
+/* A merge's input from the GPU run: its next row in SQL order into its
+ * keys, NULL flags and tuple; false at the run's end. */
+static bool
+next_gpu_input_row(RowStore *store, MergeInput *input)
+{
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+	MinimalTuple tuple;
+
+	if (store->ties == NULL)
+		return read_chunk_record(store, input);
+	if (!next_tied_row(store, read_input_record, input, keys, nulls, &tuple))
+		return false;
+	memcpy(input->keys, keys, store->nkeys * sizeof(uint64_t));
+	memcpy(input->nulls, nulls, store->nkeys);
+	input->tuple = tuple;
+	return true;
+}
+
 /* The input's next row into its keys, nulls and tuple; false when done. */
 static bool
 advance_input(RowStore *store, MergeInput *input)
 {
 	uint32_t	row;
 
+	if (input->run != NULL && input->run->gpu != NULL)
+		return next_gpu_input_row(store, input);	/* its ties put in order */
 	if (input->run != NULL)
 		return read_chunk_record(store, input);
 	if (input->next >= store->ntuples)
@@ -412,7 +449,10 @@ start_run_input(RowStore *store, MergeInput *input, SortedRun *run, Size chunk_s
 	input->run = run;
 	input->stop = stop;
 	if (run->gpu != NULL)
+	{
 		run->gpu_position = offset;
+		restart_gpu_ties(store);
+	}
 	else
 		seek_file(run->file, offset);
 	if (input->chunk != NULL && input->chunk_size != chunk_size)
@@ -456,6 +496,10 @@ start_merge(RowStore *store, int first, int count, bool with_memory, Size memory
 	for (int r = first; r < first + count; r++)
 		if (store->runs[r]->gpu != NULL)
 		{
+			/* with prefix keys, its groups of tied rows take their part
+			 * first (next_tied_row()) */
+			if (store->ties != NULL)
+				memory = memory > gpu_tie_memory(store) ? memory - gpu_tie_memory(store) : 0;
 			file_runs--;
 			gpu_memory = count > 1 ? memory / 2 : memory;
 		}

@@ -72,6 +72,7 @@
 
 #include "access/stratnum.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_collation_d.h"
 #include "commands/defrem.h"
 #include "executor/nodeAgg.h"
 #include "miscadmin.h"
@@ -105,6 +106,8 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 		Oid			opclass;
 		Oid			opfamily;
 		Oid			input_type;
+		Oid			collation;
+		bool		bytewise;
 		int			strategy;
 
 		if (tle == NULL)
@@ -113,24 +116,32 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 		key_type = gpusort_find_type(type);
 		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
-		/* the type's default order only (not ORDER BY ... USING another
-		 * opclass's operator): < or > of its default btree family */
+		/* the type's default order (< or > of its default btree family),
+		 * or a string's pattern order (~<~, ~>~); not ORDER BY ... USING
+		 * another opclass's operator (planner.c's gpusort_key_opfamily()) */
 		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 		if (!OidIsValid(opclass))
 			return false;
 		opfamily = get_opclass_family(opclass);
 		strategy = get_op_opfamily_strategy(sort->sortOperators[k], opfamily);
+		if (strategy == 0 && OidIsValid(gpusort_pattern_opfamily(type)))
+		{
+			opfamily = gpusort_pattern_opfamily(type);
+			strategy = get_op_opfamily_strategy(sort->sortOperators[k], opfamily);
+		}
 		if (strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber)
 			return false;
+		if (!gpusort_key_opfamily(type, opfamily, &input_type, &bytewise))
+			return false;
 		/* the opclass's own type: varchar sorts with text's operators */
-		input_type = get_opclass_input_type(opclass);
 		if (get_opfamily_member(opfamily, input_type, input_type, strategy) !=
 			sort->sortOperators[k])
 			return false;
 		/* a string's prefix is its bytes: only under a collation that
-		 * orders by bytes (planner.c says why) */
+		 * orders by bytes, or a pattern operator (planner.c says why) */
+		collation = bytewise ? C_COLLATION_OID : sort->collations[k];
 		if (key_type->prefix_only && type_is_collatable(type) &&
-			!gpusort_collation_is_bytewise(sort->collations[k]))
+			!gpusort_collation_is_bytewise(collation))
 			return false;
 		for (int part = 0; part < key_type->nwords; part++)
 		{
@@ -140,7 +151,7 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 			info->key_type[column] = type;
 			info->key_part[column] = part;
 			info->sort_operator[column] = sort->sortOperators[k];
-			info->collation[column] = sort->collations[k];
+			info->collation[column] = collation;
 			info->descending[column] = strategy == BTGreaterStrategyNumber;
 			info->nulls_first[column] = sort->nullsFirst[k];
 		}

@@ -37,9 +37,13 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 		/* the ascending operator and ssup_reverse, as tuplesort has it */
 		PrepareSortSupportFromOrderingOp(plan->sort_operator[k], sort);
 		resolver->attno[resolver->nkeys] = plan->key_attno[k];
+		resolver->sort_operator[resolver->nkeys] = plan->sort_operator[k];
+		resolver->collation[resolver->nkeys] = plan->collation[k];
+		resolver->nulls_first[resolver->nkeys] = plan->nulls_first[k];
 		resolver->last_attno = Max(resolver->last_attno, plan->key_attno[k]);
 		resolver->nkeys++;
 	}
+	resolver->desc = desc;
 	resolver->slot_a = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	resolver->slot_b = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	resolver->context = AllocSetContextCreate(context, "GpuSort tie groups",
@@ -145,4 +149,20 @@ tie_resolver_sort(TieResolver *resolver, MinimalTuple const *tuples, uint32_t *r
 	MemoryContextReset(resolver->context);
 	resolver->groups++;
 	resolver->rows += n;
+}
+
+/*
+ * PostgreSQL's own sort of rows by the same keys, within `work_mem_kb`
+ * (spilling to its files beyond), in the current memory context: for a
+ * group of tied rows too large to sort in memory here (row_store_gpu.c).
+ * Its order is the comparator's; rows equal under it come in no set
+ * order, as they do from PostgreSQL's sort.
+ */
+Tuplesortstate *
+tie_resolver_begin_tuplesort(TieResolver *resolver, int work_mem_kb)
+{
+	resolver->groups++;
+	return tuplesort_begin_heap(resolver->desc, resolver->nkeys, resolver->attno,
+								resolver->sort_operator, resolver->collation,
+								resolver->nulls_first, work_mem_kb, NULL, TUPLESORT_NONE);
 }

@@ -19,12 +19,18 @@
 
 #include "executor/tuptable.h"
 #include "utils/sortsupport.h"
+#include "utils/tuplesort.h"
 
 typedef struct TieResolver
 {
 	int			nkeys;			/* SQL sort keys (not engine columns) */
 	AttrNumber	attno[GS_MAX_KEY_COLUMNS];	/* in the stored tuples */
 	SortSupportData sort[GS_MAX_KEY_COLUMNS];
+	/* the same keys as tuplesort_begin_heap() takes them */
+	Oid			sort_operator[GS_MAX_KEY_COLUMNS];
+	Oid			collation[GS_MAX_KEY_COLUMNS];
+	bool		nulls_first[GS_MAX_KEY_COLUMNS];
+	TupleDesc	desc;
 	AttrNumber	last_attno;
 	/* engine columns that hold the last word of a prefix key: its low
 	 * byte is 1 where the prefix may not determine the value */
@@ -43,5 +49,6 @@ extern TieResolver *tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc d
 extern int	tie_resolver_compare(TieResolver *resolver, MinimalTuple a, MinimalTuple b);
 extern void tie_resolver_sort(TieResolver *resolver, MinimalTuple const *tuples,
 							  uint32_t *rows, size_t n);
+extern Tuplesortstate *tie_resolver_begin_tuplesort(TieResolver *resolver, int work_mem_kb);
 
 #endif							/* GPUSORT_TIE_RESOLVER_H */

@@ -23,9 +23,13 @@
  * orders by bytes become a prefix of a few words (prefix_words()); rows
  * whose prefixes tie where a prefix does not determine its value are put
  * in order by PostgreSQL's own comparator afterwards (tie_resolver.c).
- * numeric is sorted so on PostgreSQL's abbreviated key (encode_numeric()).
+ * numeric is sorted so on PostgreSQL's abbreviated key (encode_numeric()),
+ * and inet/cidr on three words that hold all but long IPv6 host parts
+ * (encode_inet()).
  */
 #include "gpusort.h"
+
+#include <sys/socket.h>			/* AF_INET, under inet.h's PGSQL_AF_INET */
 
 #include "catalog/pg_type_d.h"
 #include "utils/builtins.h"
@@ -157,6 +161,56 @@ static uint64_t
 encode_macaddr8(Datum value)
 {
 	return big_endian((const uint8 *) DatumGetMacaddr8P(value), 8);
+}
+
+/*
+ * inet and cidr (network_cmp_internal()): by family (IPv4 first); then
+ * by the bits of the two addresses under the shorter netmask; then the
+ * shorter netmask first; then the whole address. That is the order of
+ * (family, the network: the address's bits under its own netmask, the
+ * rest zero; the netmask's length; the host: the address's bits after
+ * its netmask), compared in turn: where two networks differ under the
+ * shorter netmask so do they (zeros after it), and a network that is a
+ * prefix of the other ties on the bits there and then sorts first by its
+ * shorter netmask; where network and netmask are equal, the addresses
+ * differ only in their host bits. Three words hold, most significant
+ * first: the family (1 bit), the network (128 bits, an IPv4 one in its
+ * first 32), the netmask's length (8 bits), the first 47 host bits, and
+ * the low byte: 1 where host bits beyond those are set. An IPv4 address
+ * (at most 32 host bits) and an IPv6 one of a netmask of 81 bits or more
+ * (a /128, as an inet address is by default) are all there; other IPv6
+ * addresses that tie are put in order by the comparator (tie_resolver.c),
+ * as a string's longer than its prefix are. A value whose further host
+ * bits are zero sorts before one whose are set, as it should.
+ */
+#define INET_HOST_BITS 47
+
+static void
+encode_inet(Datum value, uint64_t *words)
+{
+	inet	   *address = DatumGetInetPP(value);
+	bool		ipv6 = ip_family(address) == PGSQL_AF_INET6;
+	int			bits = ip_bits(address);
+	unsigned __int128 whole = 0;
+	unsigned __int128 network;
+	unsigned __int128 host;
+	unsigned __int128 high;
+	uint64_t	flag;
+
+	/* the address left-aligned in 128 bits */
+	for (int i = 0; i < (ipv6 ? 16 : 4); i++)
+		whole |= (unsigned __int128) ip_addr(address)[i] << (120 - 8 * i);
+	bits = Min(bits, ipv6 ? 128 : 32);
+	network = bits == 0 ? 0 : whole & (~(unsigned __int128) 0 << (128 - bits));
+	host = bits == 128 ? 0 : whole << bits;
+	flag = (host << INET_HOST_BITS) != 0 ? 1 : 0;
+	high = ((unsigned __int128) (ipv6 ? 1 : 0) << 127) | (network >> 1);
+	words[0] = (uint64_t) (high >> 64);
+	words[1] = (uint64_t) high;
+	words[2] = ((uint64_t) (network & 1) << 63) | ((uint64_t) bits << 55) |
+		((uint64_t) (host >> (128 - INET_HOST_BITS)) << 8) | flag;
+	if ((Pointer) address != DatumGetPointer(value))
+		pfree(address);
 }
 
 /*
@@ -322,6 +376,8 @@ static const GpuSortType supported_types[] = {
 	{TIMETZOID, 12, false, false, false, 2, false, NULL, encode_timetz, NULL},
 	{INTERVALOID, 16, false, false, false, 2, false, NULL, encode_interval, NULL},
 	{UUIDOID, 16, false, false, false, 2, false, NULL, encode_uuid, NULL},
+	{INETOID, -1, false, false, false, 3, true, NULL, encode_inet, NULL},
+	{CIDROID, -1, false, false, false, 3, true, NULL, encode_inet, NULL},
 	/* variable-length: read through slot_getattr(), typlen -1 */
 	{TEXTOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
 	{VARCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},

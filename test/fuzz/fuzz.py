@@ -50,19 +50,20 @@ KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
             ("dt", "date"), ("ts", "timestamp"), ("tz", "timestamptz"),
             ("f4", "real"), ("f8", "double precision"),
             ("bo", "boolean"), ("u", "uuid"), ("iv", "interval"), ("ttz", "timetz"),
-            ("nu", "numeric")]
+            ("nu", "numeric"), ("ip", "inet")]
 GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
              "timestamptz", "real", "double precision",
              "boolean", "uuid", "interval", "timetz", "time without time zone",
-             "text C", "numeric"}
+             "text C", "numeric", "inet", "cidr"}
 # engine key words a key of the type takes (GpuSort takes at most 8); "text
 # C" is text under the C collation (a two-word prefix), which GpuSort takes;
 # plain "text" has the database's collation, which it may not
 TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C", "numeric"}
+THREE_WORD_TYPES = {"inet", "cidr"}
 
 
 def key_words(types):
-    return sum(2 if t in TWO_WORD_TYPES else 1 for t in types)
+    return sum(3 if t in THREE_WORD_TYPES else 2 if t in TWO_WORD_TYPES else 1 for t in types)
 
 
 EXTREMES = {
@@ -84,10 +85,12 @@ EXTREMES = {
     "timetz": "'{00:00:00+15:59,24:00:00-15:59,12:00:00+02,11:00:00+01,10:00:00+00}'::timetz[]",
     # numeric prints its scale: values equal under = print alike here
     "numeric": "'{NaN,Infinity,-Infinity,1e-300,-1e300}'::numeric[]",
+    "inet": "'{0.0.0.0/0,255.255.255.255,::/0,ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff,"
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/1}'::inet[]",
 }
 NEXTREMES = {"smallint": 5, "integer": 5, "bigint": 5, "date": 5, "timestamp": 5,
              "timestamptz": 5, "real": 9, "double precision": 9,
-             "boolean": 2, "uuid": 5, "interval": 5, "timetz": 5, "numeric": 5}
+             "boolean": 2, "uuid": 5, "interval": 5, "timetz": 5, "numeric": 5, "inet": 5}
 
 
 class Hash:
@@ -147,6 +150,15 @@ def column_expr(rng, typ):
             H.h(), H.u())
         few = "((%s %% %d - %d)::numeric / 4)" % (H.u(), n, n // 2)
         mid = "((%s %% 100000 - 50000)::numeric / 100)::numeric(12, 2)" % H.u()
+    elif typ == "inet":
+        # IPv4 and IPv6 of every netmask length (host bits kept); few
+        # networks; IPv6 /64s whose host bits go beyond the 47 the key
+        # holds (ties for the comparator)
+        full = "CASE WHEN %s %% 2 = 0 THEN set_masklen('0.0.0.0'::inet + (%s %% 4294967296), (%s %% 33)::int) " \
+               "ELSE (to_hex(%s %% 65536) || ':' || to_hex(%s %% 65536) || '::' || to_hex(%s %% 65536) || ':' " \
+               "|| to_hex(%s %% 65536) || '/' || (%s %% 129))::inet END" % tuple(H.u() for _ in range(8))
+        few = "set_masklen('10.0.0.0'::inet + (%s %% %d), 8 + (%s %% 3)::int * 8)" % (H.u(), n, H.u())
+        mid = "('fe80::' || to_hex(%s %% 4) || ':0:0:' || to_hex(%s %% 1000) || '/64')::inet" % (H.u(), H.u())
     elif typ == "interval":
         full = "justify_interval(make_interval(months => (%s %% 4000 - 2000)::int, days => (%s %% 100 - 50)::int, " \
                "secs => (%s %% 200000000000 - 100000000000) / 1e6))" % (H.u(), H.u(), H.u())
@@ -195,7 +207,7 @@ def table_setup(rng, name, nrows):
     return [
         "CREATE TABLE %s (id int NOT NULL, g int, i2 smallint, i4 integer, i8 bigint, dt date, "
         "ts timestamp, tz timestamptz, f4 real, f8 double precision, bo boolean, u uuid, "
-        "iv interval, ttz timetz, nu numeric, txt text)" % name,
+        "iv interval, ttz timetz, nu numeric, ip inet, txt text)" % name,
         # rows stored in hash order: physical order is not id order
         "INSERT INTO %s SELECT %s FROM generate_series(1, %d) i ORDER BY %s, i" % (
             name, ", ".join(cols), nrows, H.h()),
@@ -283,6 +295,9 @@ def key_exprs(rng, c, typ, x):
     elif typ == "uuid":
         opts = [(col, typ)] * 4 + [("coalesce(%s, '00000000-0000-0000-0000-000000000000')" % col, typ),
                                    ("md5(%s::text)::uuid" % col, typ)]
+    elif typ == "inet":
+        opts = [(col, typ)] * 4 + [("network(%s)" % col, "cidr"), ("coalesce(%s, '::1')" % col, typ),
+                                   ("masklen(%s)" % col, "integer")]
     elif typ == "interval":
         opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("justify_interval(%s / 2)" % col, typ),
                                    ("coalesce(%s, '0')" % col, typ)]
@@ -317,7 +332,8 @@ def random_key(rng, x, allow_text=True):
 
 
 def dirs(rng):
-    d = rng.choice(["", "", " ASC", " DESC", " DESC"])
+    # (USING < and > are ASC and DESC, by the type's default operators)
+    d = rng.choice(["", "", " ASC", " DESC", " DESC", " USING <", " USING >"])
     n = rng.choice(["", "", "", " NULLS FIRST", " NULLS LAST"])
     return d + n
 

@@ -20,7 +20,8 @@
 #   4b. a sort beyond work_mem holds its rows in the service's memory
 #      (gpusort.spill_to_gpu): the rows and order of PostgreSQL's sort, files
 #      for what does not fit, scroll cursors, kill -9 of the process holding
-#      them (an error, no crash);
+#      them (an error, no crash); prefix keys (long text, numeric), their
+#      ties put in order as the rows come back, serial and parallel;
 #   4c. a parallel GpuSort's processes append their rows to one rows job
 #      the leader sorts: PostgreSQL's rows and order, no files; files for
 #      what does not fit; rescans;
@@ -316,6 +317,36 @@ analyze_plan "$spill" "SELECT id, k, pad || '' FROM wide_t ORDER BY k, id"
 plan_has "a row wider than half the slot: the rows after it go to files" "*Rows in GPU Memory: 39999 (*Disk: *"
 check "and merge with those in the GPU's memory (PostgreSQL's rows and order)" \
   "$(psql_q -c "SET gpusort.enabled = off; $wide_sql")" "$(psql_q -c "$spill $wide_sql")"
+# prefix keys (text longer than its prefix, numeric): the rows come back
+# in the order of their encoded keys, and the ties among them are put in
+# order as they are read: small groups in memory, groups larger than a
+# quarter of work_mem (long shared prefixes, numerics equal in their
+# abbreviated key) through PostgreSQL's own sort; also merged with files,
+# and with a parallel sort's shares in one rows job
+psql_q -c "CREATE TABLE prefix_t AS SELECT g AS id,
+  CASE WHEN g % 17 = 0 THEN NULL ELSE lpad(((g * 7919) % 20011)::text, 6, '0') || '-a-long-suffix-beyond-the-prefix-' || (g % 3) END COLLATE \"C\" AS ts,
+  CASE WHEN g % 17 = 0 THEN NULL WHEN g % 29 = 0 THEN '' WHEN g % 3 = 0 THEN 'customer-with-a-long-shared-prefix-' || (g * 7919) % 5003
+       WHEN g % 3 = 1 THEN 'zz-' || md5(g::text) ELSE 'same-group-prefix-that-is-long-' || ((g * 31) % 40000) END COLLATE \"C\" AS tb,
+  CASE WHEN g % 19 = 0 THEN NULL ELSE ((g * 7919) % 3001) * 1000000000000000 + (g % 5) * 0.01 END AS ns,
+  CASE WHEN g % 19 = 0 THEN NULL WHEN g % 23 = 0 THEN 'NaN'::numeric ELSE 1234567890123456 + ((g * 13) % 997) * 0.0000001 END AS nb,
+  md5(g::text) AS pad FROM generate_series(1, 120000) g" >/dev/null
+psql_q -c "ANALYZE prefix_t" >/dev/null
+analyze_plan "$spill" "SELECT * FROM prefix_t ORDER BY ts, id"
+plan_has "prefix keys: every row in the GPU's memory, small groups of ties resolved" \
+  "*Sort Method: rows in GPU memory*Rows in GPU Memory: 120000 (*Ties Resolved on CPU: 112942 rows in 20011 groups*" "*Disk:*"
+analyze_plan "$spill" "SELECT * FROM prefix_t ORDER BY nb, id"
+plan_has "prefix keys: groups of ties beyond a quarter of work_mem (the numbers', the NaNs)" \
+  "*Sort Method: rows in GPU memory*Rows in GPU Memory: 120000 (*Ties Resolved on CPU: 113685 rows in 2 groups*" "*Disk:*"
+parallel_spill="SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0; SET enable_gathermerge = off; SET gpusort.min_rows = 0; SET enable_sort = off; SET gpusort.explain_details = off; SET work_mem = '256kB';"
+for settings in spill limited parallel_spill; do
+  for order in "ts, id" "tb DESC NULLS LAST, id" "ns, id" "nb DESC, ts, id" "tb, nb NULLS FIRST, id"; do
+    check "prefix keys, $settings, ORDER BY $order: PostgreSQL's rows in PostgreSQL's order" \
+      "$(ordered "SET gpusort.enabled = off;" "$order" prefix_t)" "$(ordered "${!settings}" "$order" prefix_t)"
+  done
+  keys_only="SELECT count(*) || ' ' || md5(string_agg(coalesce(tb, '-'), ',')) FROM (SELECT tb FROM prefix_t ORDER BY tb) s"
+  check "prefix keys, $settings, ORDER BY tb alone: PostgreSQL's keys in PostgreSQL's order" \
+    "$(psql_q -c "SET gpusort.enabled = off; $keys_only")" "$(psql_q -c "${!settings} $keys_only")"
+done
 cursor="BEGIN; DECLARE c SCROLL CURSOR FOR SELECT id FROM rows_t ORDER BY k, id; MOVE FORWARD 299990 IN c; FETCH BACKWARD 4 FROM c; MOVE ABSOLUTE 7 IN c; FETCH 2 FROM c; COMMIT;"
 check "a scroll cursor reads them either way" \
   "$(psql_q -c "SET gpusort.enabled = off; $cursor" | tr '\n' ' ')" "$(psql_q -c "$spill $cursor" | tr '\n' ' ')"
