@@ -125,10 +125,9 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 		if (get_opfamily_member(opfamily, input_type, input_type, strategy) !=
 			sort->sortOperators[k])
 			return false;
-		/* a string's prefix is its bytes: only under a collation that
-		 * orders by bytes (planner.c says why) */
-		if (key_type->prefix_only && type_is_collatable(type) &&
-			!gpusort_collation_is_bytewise(sort->collations[k]))
+		/* a string's prefix: only under a collation that orders by
+		 * bytes or has ICU sort keys (planner.c says why) */
+		if (!gpusort_key_collation_supported(type, sort->collations[k]))
 			return false;
 		for (int part = 0; part < key_type->nwords; part++)
 		{
