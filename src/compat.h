@@ -333,8 +333,29 @@ gpusort_collation_is_bytewise(Oid collation)
  * is shorter). ICU fails there only where it runs out of memory, for
  * valid input; that is an error, as in PostgreSQL's abbreviated sort.
  */
-#include "catalog/pg_collation_d.h"
+#include "access/htup_details.h"
+#include "catalog/pg_collation.h"
 #include "mb/pg_wchar.h"
+#include "utils/syscache.h"
+
+/*
+ * Is `collation` (not the default one) an ICU collation, by its catalog
+ * row? Asked before its locale is made: making a libc collation's locale
+ * may fail (a locale the system no longer has) where PostgreSQL's sort of
+ * fewer than two rows would never have made it.
+ */
+static inline bool
+gpusort_catalog_collation_is_icu(Oid collation)
+{
+	HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	bool		icu;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	icu = ((Form_pg_collation) GETSTRUCT(tuple))->collprovider == COLLPROVIDER_ICU;
+	ReleaseSysCache(tuple);
+	return icu;
+}
 
 #if PG_VERSION_NUM >= 160000
 static inline pg_locale_t
@@ -342,10 +363,12 @@ gpusort_sort_key_locale(Oid collation)
 {
 	pg_locale_t locale;
 
-	if (!OidIsValid(collation) || gpusort_collation_is_bytewise(collation))
+	if (!OidIsValid(collation) ||
+		(collation != DEFAULT_COLLATION_OID && !gpusort_catalog_collation_is_icu(collation)))
 		return NULL;
+	/* the database's default locale is made when the session starts */
 	locale = pg_newlocale_from_collation(collation);
-	if (locale == NULL || locale->provider != COLLPROVIDER_ICU ||
+	if (locale == NULL || locale->collate_is_c || locale->provider != COLLPROVIDER_ICU ||
 		!pg_strxfrm_prefix_enabled(locale))
 		return NULL;
 	return locale;
@@ -369,9 +392,12 @@ gpusort_sort_key_locale(Oid collation)
 #ifdef USE_ICU
 	pg_locale_t locale;
 
-	if (!OidIsValid(collation) || gpusort_collation_is_bytewise(collation))
+	if (!OidIsValid(collation))
 		return NULL;
-	/* NULL for the default collation where it is libc */
+	if (collation == DEFAULT_COLLATION_OID)
+		return default_locale.provider == COLLPROVIDER_ICU ? &default_locale : NULL;
+	if (!gpusort_catalog_collation_is_icu(collation))
+		return NULL;
 	locale = pg_newlocale_from_collation(collation);
 	if (locale == NULL || locale->provider != COLLPROVIDER_ICU)
 		return NULL;
