@@ -434,8 +434,7 @@ gpusort_sort_key_prefix(pg_locale_t locale, const char *string, size_t length,
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("gpusort: ICU could not make a sort key: %s", u_errorName(status)),
-				 errhint("PostgreSQL's sort of these rows needs the same keys; "
-						 "check the server's memory.")));
+				 errhint("ICU fails so on valid text only when it runs out of memory.")));
 	return (size_t) written;
 #else
 	elog(ERROR, "gpusort: no ICU in this server");
