@@ -39,10 +39,12 @@ SERVICE_OBJS = service/worker.o service/client.o service/client_rows.o service/v
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
 GPUD = service/gpusort-gpud
 
-REGRESS = setup array_sort array_functions order_by order_by_types order_by_text order_by_operators \
-	order_by_limits sort_sites \
+REGRESS = setup array_sort array_functions order_by order_by_types order_by_text order_by_icu \
+	order_by_operators order_by_limits sort_sites \
 	order_by_cursor order_by_explain order_by_parallel approximate errors upgrade
 ISOLATION = skip_locked epq_table_pages
+# UTF-8 whatever the server's locale: order_by_icu needs it (ICU keys)
+REGRESS_OPTS = --encoding=UTF8
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))

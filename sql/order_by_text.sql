@@ -79,24 +79,42 @@ SELECT q, same_order(q, k) FROM (VALUES
 SELECT line FROM explain_stable('SELECT * FROM st WHERE t LIKE ''customer%'' ORDER BY t COLLATE "C"', 'ANALYZE')
   AS line WHERE line ~ 'Ties|GpuSort';
 
--- collations that do not order by bytes: PostgreSQL's sort (a libc one
--- of this server's, where it has one)
+-- libc collations that do not order by bytes: PostgreSQL's sort, alone
+-- or beside other keys, at the top of a plan or below it (strxfrm() is
+-- not trusted: types.c). en_US.UTF-8 where the server has the locale
+-- (test/setup.sh makes it), else another libc collation of this server's,
+-- where it has one.
 DO $$
 DECLARE
   libc_collation name;
   plan text;
+  query text;
   used boolean := false;
 BEGIN
-  SELECT collname INTO libc_collation FROM pg_collation
-   WHERE collprovider = 'c' AND collname NOT IN ('C', 'POSIX', 'ucs_basic', 'default')
-     AND collencoding IN (-1, pg_char_to_encoding(getdatabaseencoding()))
-   ORDER BY collname LIMIT 1;
+  BEGIN
+    CREATE COLLATION order_by_text.en_us_libc (provider = libc, locale = 'en_US.UTF-8');
+    libc_collation := 'en_us_libc';
+  EXCEPTION WHEN OTHERS THEN
+    SELECT collname INTO libc_collation FROM pg_collation
+     WHERE collprovider = 'c' AND collname NOT IN ('C', 'POSIX', 'ucs_basic', 'default')
+       AND collencoding IN (-1, pg_char_to_encoding(getdatabaseencoding()))
+     ORDER BY collname LIMIT 1;
+  END;
   IF libc_collation IS NOT NULL THEN
-    FOR plan IN EXECUTE format('EXPLAIN (COSTS OFF) SELECT * FROM st ORDER BY t COLLATE %I', libc_collation) LOOP
-      used := used OR plan LIKE '%GpuSort%';
+    FOREACH query IN ARRAY ARRAY[
+        'SELECT * FROM st ORDER BY t COLLATE %I',
+        'SELECT * FROM st ORDER BY v COLLATE %I DESC, id',
+        'SELECT * FROM st ORDER BY id %% 7, b COLLATE %I',
+        'SELECT * FROM st ORDER BY t COLLATE "C", n COLLATE %I',
+        'SELECT * FROM st ORDER BY t COLLATE %I LIMIT 10',
+        'SELECT DISTINCT t COLLATE %I FROM st'] LOOP
+      FOR plan IN EXECUTE format('EXPLAIN (COSTS OFF) ' || query, libc_collation) LOOP
+        used := used OR plan LIKE '%GpuSort%';
+      END LOOP;
     END LOOP;
   END IF;
   RAISE NOTICE 'a libc collation''s sort is GpuSort: %', used;
+  DROP COLLATION IF EXISTS order_by_text.en_us_libc;
 END $$;
 
 -- rows beyond work_mem: sorted runs on disk, merged on their encoded keys

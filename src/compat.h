@@ -316,4 +316,131 @@ gpusort_collation_is_bytewise(Oid collation)
 #endif
 }
 
+/*
+ * ICU collations: the leading bytes of a string's ICU sort key, compared
+ * as bytes, order strings as the collation compares them (the sort key's
+ * byte order is ucol_strcoll's order, ICU's guarantee), though a prefix
+ * may tie where the strings do not. PostgreSQL's own sort trusts them
+ * the same way for its abbreviated keys. libc collations get none:
+ * glibc's strxfrm() has disagreed with strcoll(), PostgreSQL distrusts it
+ * (TRUST_STRXFRM) and so does gpusort (README, limitations).
+ *
+ * gpusort_sort_key_locale() is the collation's locale where it has such
+ * keys, NULL where it has not (C and libc collations, a server built
+ * without ICU, a collation that is not valid for strings).
+ * gpusort_sort_key_prefix() writes the first `size` bytes of `string`'s
+ * sort key to `prefix` and says how many it wrote (fewer where the key
+ * is shorter). ICU fails there only where it runs out of memory, for
+ * valid input; that is an error, as in PostgreSQL's abbreviated sort.
+ */
+#include "access/htup_details.h"
+#include "catalog/pg_collation.h"
+#include "mb/pg_wchar.h"
+#include "utils/syscache.h"
+
+/*
+ * Is `collation` (not the default one) an ICU collation, by its catalog
+ * row? Asked before its locale is made: making a libc collation's locale
+ * may fail (a locale the system no longer has) where PostgreSQL's sort of
+ * fewer than two rows would never have made it.
+ */
+static inline bool
+gpusort_catalog_collation_is_icu(Oid collation)
+{
+	HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	bool		icu;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	icu = ((Form_pg_collation) GETSTRUCT(tuple))->collprovider == COLLPROVIDER_ICU;
+	ReleaseSysCache(tuple);
+	return icu;
+}
+
+#if PG_VERSION_NUM >= 160000
+static inline pg_locale_t
+gpusort_sort_key_locale(Oid collation)
+{
+	pg_locale_t locale;
+
+	if (!OidIsValid(collation) ||
+		(collation != DEFAULT_COLLATION_OID && !gpusort_catalog_collation_is_icu(collation)))
+		return NULL;
+	/* the database's default locale is made when the session starts */
+	locale = pg_newlocale_from_collation(collation);
+	if (locale == NULL || locale->collate_is_c || locale->provider != COLLPROVIDER_ICU ||
+		!pg_strxfrm_prefix_enabled(locale))
+		return NULL;
+	return locale;
+}
+
+static inline size_t
+gpusort_sort_key_prefix(pg_locale_t locale, const char *string, size_t length,
+						uint8 *prefix, size_t size)
+{
+	return pg_strnxfrm_prefix((char *) prefix, size, string, length, locale);
+}
+#else
+/* 15: no prefix function; ICU's own, as 15's abbreviated keys use it */
+#ifdef USE_ICU
+#include <unicode/uiter.h>
+#endif
+
+static inline pg_locale_t
+gpusort_sort_key_locale(Oid collation)
+{
+#ifdef USE_ICU
+	pg_locale_t locale;
+
+	if (!OidIsValid(collation))
+		return NULL;
+	if (collation == DEFAULT_COLLATION_OID)
+		return default_locale.provider == COLLPROVIDER_ICU ? &default_locale : NULL;
+	if (!gpusort_catalog_collation_is_icu(collation))
+		return NULL;
+	locale = pg_newlocale_from_collation(collation);
+	if (locale == NULL || locale->provider != COLLPROVIDER_ICU)
+		return NULL;
+	return locale;
+#else
+	return NULL;
+#endif
+}
+
+static inline size_t
+gpusort_sort_key_prefix(pg_locale_t locale, const char *string, size_t length,
+						uint8 *prefix, size_t size)
+{
+#ifdef USE_ICU
+	UCharIterator iterator;
+	uint32_t	state[2] = {0, 0};
+	UErrorCode	status = U_ZERO_ERROR;
+	UChar	   *converted = NULL;
+	int32_t		written;
+
+	if (GetDatabaseEncoding() == PG_UTF8)
+		uiter_setUTF8(&iterator, string, (int32_t) length);
+	else
+	{
+		int32_t		units = icu_to_uchar(&converted, string, length);
+
+		uiter_setString(&iterator, converted, units);
+	}
+	written = ucol_nextSortKeyPart(locale->info.icu.ucol, &iterator, state,
+								   prefix, (int32_t) size, &status);
+	if (converted != NULL)
+		pfree(converted);
+	if (U_FAILURE(status))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("gpusort: ICU could not make a sort key: %s", u_errorName(status)),
+				 errhint("ICU fails so on valid text only when it runs out of memory.")));
+	return (size_t) written;
+#else
+	elog(ERROR, "gpusort: no ICU in this server");
+	return 0;
+#endif
+}
+#endif
+
 #endif							/* GPUSORT_COMPAT_H */

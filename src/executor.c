@@ -130,7 +130,8 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 		outerPlanState(node) = ExecInitNode(outerPlan(cscan), estate, eflags);
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
-		state->key_types[k] = gpusort_find_type(state->plan.key_type[k]);
+		state->key_types[k] = gpusort_find_key_type(state->plan.key_type[k],
+													state->plan.collation[k]);
 		if (state->key_types[k] == NULL)
 			elog(ERROR, "gpusort: unsupported sort key type %u", state->plan.key_type[k]);
 	}

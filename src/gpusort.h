@@ -54,9 +54,16 @@ typedef struct GpuSortType
 	uint64_t	(*encode) (Datum value);
 	void		(*encode_words) (Datum value, uint64_t *words);
 	Datum		(*decode) (uint64_t key);	/* array elements only */
+	/* a string under a collation with sort keys (gpusort_find_key_type()):
+	 * all nwords words from the value's sort key in `locale` */
+	void		(*encode_collated) (const struct GpuSortType *type, Datum value,
+									uint64_t *words);
+	pg_locale_t locale;
 } GpuSortType;
 
 extern const GpuSortType *gpusort_find_type(Oid type);
+extern bool gpusort_key_collation_supported(Oid type, Oid collation);
+extern const GpuSortType *gpusort_find_key_type(Oid type, Oid collation);
 extern const char *gpusort_type_names(bool integral_only);
 extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
 extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);

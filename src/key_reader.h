@@ -41,7 +41,9 @@ extern void key_reader_describe(KeyReader *reader, TupleDesc desc);
 static inline void
 key_reader_encode_value(const GpuSortType *type, Datum value, uint64_t *keys)
 {
-	if (type->encode_words != NULL)
+	if (type->encode_collated != NULL)
+		type->encode_collated(type, value, keys);
+	else if (type->encode_words != NULL)
 		type->encode_words(value, keys);
 	else
 		keys[0] = type->encode(value);

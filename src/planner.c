@@ -216,15 +216,15 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		if (!OidIsValid(sort_operator))
 			return false;
 		/*
-		 * A string's prefix is its bytes: its order is the collation's
-		 * only where the collation orders by bytes (C, POSIX, ucs_basic,
-		 * C.UTF-8). Others (libc, ICU, nondeterministic) stay PostgreSQL's.
-		 * A pattern operator orders by bytes under any collation: the key
-		 * is taken as under "C", which its comparator ignores as well.
+		 * A string's prefix is its bytes under a collation that orders by
+		 * bytes (C, POSIX, ucs_basic, C.UTF-8), its ICU sort key's under
+		 * an ICU one (nondeterministic ones too); libc collations stay
+		 * PostgreSQL's (types.c says why). A pattern operator orders by
+		 * bytes under any collation: the key is taken as under "C", which
+		 * its comparator ignores as well.
 		 */
 		collation = bytewise ? C_COLLATION_OID : pathkey->pk_eclass->ec_collation;
-		if (key_type->prefix_only && type_is_collatable(type) &&
-			!gpusort_collation_is_bytewise(collation))
+		if (!gpusort_key_collation_supported(type, collation))
 			return false;
 		/* one engine key column per word of the key, most significant first */
 		for (int part = 0; part < key_type->nwords; part++)

@@ -137,11 +137,11 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 		if (get_opfamily_member(opfamily, input_type, input_type, strategy) !=
 			sort->sortOperators[k])
 			return false;
-		/* a string's prefix is its bytes: only under a collation that
-		 * orders by bytes, or a pattern operator (planner.c says why) */
+		/* a string's prefix: only under a collation that orders by
+		 * bytes or has ICU sort keys, or a pattern operator (planner.c
+		 * says why) */
 		collation = bytewise ? C_COLLATION_OID : sort->collations[k];
-		if (key_type->prefix_only && type_is_collatable(type) &&
-			!gpusort_collation_is_bytewise(collation))
+		if (!gpusort_key_collation_supported(type, collation))
 			return false;
 		for (int part = 0; part < key_type->nwords; part++)
 		{

@@ -20,7 +20,9 @@
  * the comparator says its values are equal, so none needs resolving.
  *
  * Strings (text, varchar, bpchar, name, bytea) under a collation that
- * orders by bytes become a prefix of a few words (prefix_words()); rows
+ * orders by bytes become a prefix of a few words (prefix_words()), under
+ * an ICU collation a prefix of their ICU sort key (sort_key_prefix_words();
+ * libc collations are left to PostgreSQL, said there); rows
  * whose prefixes tie where a prefix does not determine its value are put
  * in order by PostgreSQL's own comparator afterwards (tie_resolver.c).
  * numeric is sorted so on PostgreSQL's abbreviated key (encode_numeric()),
@@ -37,6 +39,7 @@
 #include "utils/date.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inet.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/sortsupport.h"
@@ -316,6 +319,74 @@ encode_bytea(Datum value, uint64_t *words)
 }
 
 /*
+ * Strings under an ICU collation (compat.h): the prefix's bytes are the
+ * first PREFIX_BYTES bytes of the value's ICU sort key (zero after a
+ * shorter key: a sort key holds no zero byte, so a key that ends sorts
+ * before every longer one it begins, as memcmp of whole keys has it), and
+ * the flag is always 1: equal sort keys are not equal strings, neither
+ * under a deterministic collation (PostgreSQL breaks those ties by the
+ * bytes) nor under a nondeterministic one (where the comparator may well
+ * call them equal: ties). Every group of equal prefixes goes to the
+ * comparator, which orders it as PostgreSQL's sort does; a prefix that
+ * differs orders its rows as the collation does, the guarantee of sort
+ * keys.
+ *
+ * libc collations get no prefixes: strxfrm() is what PostgreSQL stopped
+ * trusting (TRUST_STRXFRM), glibc's having disagreed with its strcoll().
+ * A prefix that misorders two rows in memory could be caught by checking
+ * neighbours with the comparator afterwards, but not in a merge of runs
+ * or against a bounded sort's threshold, where a row is placed or dropped
+ * on its prefix alone. A wrong row is worse than a slow one: libc
+ * collations stay PostgreSQL's sort.
+ */
+static void
+sort_key_prefix_words(const GpuSortType *type, const char *string, size_t length,
+					  uint64_t *words)
+{
+	uint8		prefix[PREFIX_WORDS * 8];
+	size_t		written;
+
+	memset(prefix, 0, sizeof(prefix));
+	written = gpusort_sort_key_prefix(type->locale, string, length, prefix, PREFIX_BYTES);
+	Assert(written <= PREFIX_BYTES);
+	(void) written;				/* the bytes after a shorter key stay zero */
+	prefix[PREFIX_BYTES] = 1;
+	for (int w = 0; w < PREFIX_WORDS; w++)
+		words[w] = big_endian(prefix + 8 * w, 8);
+}
+
+static void
+encode_text_collated(const GpuSortType *type, Datum value, uint64_t *words)
+{
+	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
+
+	sort_key_prefix_words(type, VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), words);
+	if ((Pointer) text != DatumGetPointer(value))
+		pfree(text);
+}
+
+/* bpcharcmp compares the values without their trailing spaces */
+static void
+encode_bpchar_collated(const GpuSortType *type, Datum value, uint64_t *words)
+{
+	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
+
+	sort_key_prefix_words(type, VARDATA_ANY(text),
+						  bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)), words);
+	if ((Pointer) text != DatumGetPointer(value))
+		pfree(text);
+}
+
+/* namecmp compares the names up to their first zero */
+static void
+encode_name_collated(const GpuSortType *type, Datum value, uint64_t *words)
+{
+	const char *name = NameStr(*DatumGetName(value));
+
+	sort_key_prefix_words(type, name, strnlen(name, NAMEDATALEN), words);
+}
+
+/*
  * numeric: PostgreSQL's own abbreviated key (numeric_sortsupport()'s
  * converter, the same on 15 and 18), a signed 64-bit number that orders
  * numerics backwards (NaN lowest, then +Infinity, ..., -Infinity highest:
@@ -394,6 +465,61 @@ gpusort_find_type(Oid type)
 		if (supported_types[i].type == type)
 			return &supported_types[i];
 	return NULL;
+}
+
+/*
+ * May a key of `type` under `collation` be a GpuSort key? Every supported
+ * type but the collatable strings; those under a collation that orders by
+ * bytes, or has ICU sort keys (gpusort_sort_key_locale()).
+ */
+bool
+gpusort_key_collation_supported(Oid type, Oid collation)
+{
+	const GpuSortType *key_type = gpusort_find_type(type);
+
+	if (key_type == NULL)
+		return false;
+	if (!key_type->prefix_only || !type_is_collatable(type) ||
+		gpusort_collation_is_bytewise(collation))
+		return true;
+	return gpusort_sort_key_locale(collation) != NULL;
+}
+
+/*
+ * The type as a key under `collation`: gpusort_find_type()'s, or, for a
+ * string under a collation with sort keys, a copy in the current memory
+ * context that encodes from them (the locale lives as long as the backend).
+ */
+const GpuSortType *
+gpusort_find_key_type(Oid type, Oid collation)
+{
+	const GpuSortType *key_type = gpusort_find_type(type);
+	GpuSortType *collated;
+
+	if (key_type == NULL || !key_type->prefix_only || !type_is_collatable(type) ||
+		gpusort_collation_is_bytewise(collation))
+		return key_type;
+	collated = palloc(sizeof(GpuSortType));
+	*collated = *key_type;
+	collated->locale = gpusort_sort_key_locale(collation);
+	if (collated->locale == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpusort: collation %u has no sort keys GpuSort can use", collation),
+				 errhint("The plan was made for another collation setup; plan the query again.")));
+	switch (type)
+	{
+		case BPCHAROID:
+			collated->encode_collated = encode_bpchar_collated;
+			break;
+		case NAMEOID:
+			collated->encode_collated = encode_name_collated;
+			break;
+		default:				/* text, varchar */
+			collated->encode_collated = encode_text_collated;
+			break;
+	}
+	return collated;
 }
 
 /* For error hints. */

@@ -19,12 +19,15 @@
 # built. TESTS overrides the list. Rows that differ are printed; they are
 # expected only where a query's result depends on the order of ties
 # (first_value, last_value, nth_value, lag, lead or a ROWS frame over an
-# ORDER BY with peers), which PostgreSQL leaves unspecified.
+# ORDER BY with peers), which PostgreSQL leaves unspecified. collate,
+# collate.icu.utf8 (needs ICU and a UTF-8 database) and collate.linux.utf8
+# (skips itself unless the server has the de_DE, en_US, sv_SE and tr_TR
+# UTF-8 locales) sort text under collations.
 set -euo pipefail
 out=${1:?usage: test/core_sites.sh OUTDIR}
 pg_config=${PG_CONFIG:?PG_CONFIG must name the pg_config of the server}
 tarball=${SOURCE_TARBALL:-$(dirname "$0")/../../shared/postgresql/postgresql-18_18.6.orig.tar.bz2}
-tests=${TESTS:-test_setup create_index window aggregates select_distinct select_distinct_on union join limit subselect groupingsets}
+tests=${TESTS:-test_setup create_index window aggregates select_distinct select_distinct_on union join limit subselect groupingsets collate collate.icu.utf8 collate.linux.utf8}
 bindir=$($pg_config --bindir)
 pg_regress=$($pg_config --pkglibdir)/pgxs/src/test/regress/pg_regress
 mkdir -p "$out"

@@ -5,7 +5,9 @@
 # 1. installs what the build needs from Debian: the PostgreSQL 15 server and
 #    headers, debhelper and postgresql-server-dev-all (pg_buildext, dh
 #    --with pgxs), dpkg-dev, python3 and python3-psycopg2 (for the checks
-#    and the fuzzer);
+#    and the fuzzer), and the en_US.UTF-8 locale (locales, localedef) for
+#    the tests of libc collations (servers initialised after it have the
+#    collation; the tests skip what a server lacks);
 # 2. PostgreSQL 18, which Debian 12 does not package: test/setup_pg18.sh
 #    builds it once from ../shared/postgresql/ into /usr/lib/postgresql/18
 #    and installs it as a local postgresql-18 package (about 10 minutes;
@@ -37,7 +39,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 packages="build-essential postgresql-15 postgresql-server-dev-15 postgresql-server-dev-all
-  debhelper dpkg-dev fakeroot python3 python3-psycopg2"
+  debhelper dpkg-dev fakeroot python3 python3-psycopg2 locales"
 missing=""
 for p in $packages; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -45,6 +47,10 @@ done
 if [ -n "$missing" ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if ! locale -a 2>/dev/null | grep -qix 'en_US.utf8'; then
+  localedef -i en_US -f UTF-8 en_US.UTF-8
 fi
 
 export PATH="/usr/local/cuda/bin:$PATH"

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Differential fuzzer for gpusort's ORDER BY (issue #14).
 
-Builds random tables (every key type, NULLs, duplicates, extremes) in its own
-schema, generates random ORDER BY queries (1-8 keys, ASC/DESC, NULLS
+Builds random tables (every key type, NULLs, duplicates, extremes; text of
+random Unicode under C, ICU, nondeterministic ICU and libc collations) in
+its own schema, generates random ORDER BY queries (1-8 keys, ASC/DESC, NULLS
 FIRST/LAST, expressions, LIMIT/OFFSET/WITH TIES, subqueries, CTEs, joins,
 UNION ALL, window functions, GROUP BY, DISTINCT, SRFs, LATERAL, IN/EXISTS,
 scroll cursors, prepared statements with generic plans), and queries whose
@@ -54,12 +55,19 @@ KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
 GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
              "timestamptz", "real", "double precision",
              "boolean", "uuid", "interval", "timetz", "time without time zone",
-             "text C", "numeric", "inet", "cidr"}
+             "text C", "numeric", "text icu", "text nd", "inet", "cidr"}
 # engine key words a key of the type takes (GpuSort takes at most 8); "text
 # C" is text under the C collation (a two-word prefix), which GpuSort takes;
-# plain "text" has the database's collation, which it may not
-TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C", "numeric"}
+# "text icu" under an ICU collation and "text nd" under a nondeterministic
+# one (prefixes of ICU sort keys), which it takes too; "text libc" under a
+# libc collation (en_US.UTF-8), which stays PostgreSQL's; plain "text" has
+# the database's collation, which it may not
+TWO_WORD_TYPES = {"uuid", "interval", "timetz", "text C", "numeric", "text icu", "text nd"}
 THREE_WORD_TYPES = {"inet", "cidr"}
+# the collations this server has, found before the first query
+# (Fuzzer.create_schema): ICU's (with "fuzz_ci", nondeterministic, made in
+# the fuzzer's schema) and a libc one that does not order by bytes
+COLLATIONS = {"icu": False, "libc": None}
 
 
 def key_words(types):
@@ -189,6 +197,38 @@ def column_expr(rng, typ):
     return "(%s)::%s" % (val, typ)
 
 
+def random_chars(H, salt):
+    """A random string of 0..24 characters of row i: Latin with accents,
+    combining marks, Greek and Cyrillic, CJK, emoji and skin tones,
+    punctuation and spaces (never a surrogate or a zero)."""
+    return ("(SELECT coalesce(string_agg(chr(CASE hashint8extended(i::int8 * 64 + j, %d) & 7 "
+            "WHEN 0 THEN 65 + (hashint8extended(i::int8 * 64 + j, %d) & 25) "
+            "WHEN 1 THEN 97 + (hashint8extended(i::int8 * 64 + j, %d) & 25) "
+            "WHEN 2 THEN 192 + (hashint8extended(i::int8 * 64 + j, %d) & 63) "
+            "WHEN 3 THEN 768 + (hashint8extended(i::int8 * 64 + j, %d) & 63) "
+            "WHEN 4 THEN 880 + (hashint8extended(i::int8 * 64 + j, %d) & 255) "
+            "WHEN 5 THEN 19968 + (hashint8extended(i::int8 * 64 + j, %d) & 1023) "
+            "WHEN 6 THEN 127744 + (hashint8extended(i::int8 * 64 + j, %d) & 1023) "
+            "ELSE 32 + (hashint8extended(i::int8 * 64 + j, %d) & 15) END::int), ''), '') "
+            "FROM generate_series(1, (%s %% 25)::int) j)" % (
+                (salt,) * 9 + (H.u(),)))
+
+
+def unicode_text(H):
+    """Text for collations: random Unicode, empty strings, NULLs, case
+    variants, an accent precomposed or as a combining mark, emoji, long
+    shared prefixes, strings longer than a prefix."""
+    salt = H.rng.randrange(1, 1 << 30)
+    return ("CASE %s %% 9 WHEN 0 THEN '' WHEN 1 THEN NULL "
+            "WHEN 2 THEN (ARRAY['a', 'A', 'b', 'B', 'é', 'É', e'e\\u0301', e'E\\u0301', 'ß', 'ss', 'SS', "
+            "'Å', e'A\\u030A', 'æ', 'ae', 'ﬁ', 'fi', 'Ω', 'ω', '日本', '😀', '😀🏽', ' ', '-'])[1 + (%s %% 24)::int] "
+            "WHEN 3 THEN 'Shared prefix longer than fifteen bytes ' || (ARRAY['x', 'X', 'é', e'e\\u0301'])[1 + (%s %% 4)::int] "
+            "|| (%s %% 50) "
+            "WHEN 4 THEN upper(%s) WHEN 5 THEN lower(%s) "
+            "ELSE %s END" % (H.u(), H.u(), H.u(), H.u(), random_chars(H, salt), random_chars(H, salt + 1),
+                             random_chars(H, salt + 2)))
+
+
 def table_setup(rng, name, nrows):
     H = Hash(rng)
     cols = ["i AS id", "(CASE WHEN %s %% 100 < 3 THEN NULL ELSE %s %% 10 END)::int AS g" % (H.u(), H.u())]
@@ -202,12 +242,14 @@ def table_setup(rng, name, nrows):
                       "WHEN %s %% 7 = 2 THEN 'Customer_' || lpad((%s %% 300)::text, 20, '0') "
                       "WHEN %s %% 7 = 3 THEN 'customer_' || lpad((%s %% 300)::text, 20, '0') || 'é' "
                       "WHEN %s %% 7 = 4 THEN repeat('ü', (%s %% 12)::int) || 'x' "
-                      "ELSE left(md5(i::text), (%s %% 20)::int) END" % tuple(H.u() for _ in range(9))])
+                      "ELSE left(md5(i::text), (%s %% 20)::int) END" % tuple(H.u() for _ in range(9)),
+                      unicode_text(H)])
     cols.append("%s AS txt" % txt)
+    cols.append("%s AS ut" % unicode_text(H))
     return [
         "CREATE TABLE %s (id int NOT NULL, g int, i2 smallint, i4 integer, i8 bigint, dt date, "
         "ts timestamp, tz timestamptz, f4 real, f8 double precision, bo boolean, u uuid, "
-        "iv interval, ttz timetz, nu numeric, ip inet, txt text)" % name,
+        "iv interval, ttz timetz, nu numeric, ip inet, txt text, ut text)" % name,
         # rows stored in hash order: physical order is not id order
         "INSERT INTO %s SELECT %s FROM generate_series(1, %d) i ORDER BY %s, i" % (
             name, ", ".join(cols), nrows, H.h()),
@@ -250,8 +292,12 @@ class Schema:
 # ---------------------------------------------------------------- queries
 
 class Key:
-    def __init__(self, expr, typ, volatile=False):
+    def __init__(self, expr, typ, volatile=False, shown=None):
         self.expr, self.typ, self.volatile = expr, typ, volatile
+        # what the select list shows for the key: under a nondeterministic
+        # collation its hash (hashtext hashes the collation's sort key), so
+        # that keys it calls equal compare equal here
+        self.shown = expr if shown is None else shown
 
 
 def key_exprs(rng, c, typ, x):
@@ -312,8 +358,24 @@ def key_exprs(rng, c, typ, x):
     return rng.choice(opts)
 
 
-def random_key(rng, x, allow_text=True):
+def random_key(rng, x, allow_text=True, allow_nd=False):
     r = rng.random()
+    if allow_text and (COLLATIONS["icu"] or COLLATIONS["libc"]) and rng.random() < 0.2:
+        e = rng.choice(["%s.ut" % x, "%s.ut" % x, "%s.ut" % x, "%s.txt" % x, "upper(%s.ut)" % x,
+                        "(%s.ut || %s.i2)" % (x, x), "left(%s.ut, 2)" % x])
+        choices = []
+        if COLLATIONS["icu"]:
+            choices += ["icu", "icu", "und"] + (["nd", "nd"] if allow_nd else [])
+        if COLLATIONS["libc"]:
+            choices.append("libc")
+        c = rng.choice(choices)
+        if c == "icu":
+            return Key('%s COLLATE "en-x-icu"' % e, "text icu")
+        if c == "und":
+            return Key('%s COLLATE "und-x-icu"' % e, "text icu")
+        if c == "nd":
+            return Key("%s COLLATE fuzz_ci" % e, "text nd", shown="hashtext(%s COLLATE fuzz_ci)" % e)
+        return Key('%s COLLATE "%s"' % (e, COLLATIONS["libc"]), "text libc")
     if r < 0.08:
         return Key("%s.g" % x, "integer")
     if r < 0.12:
@@ -441,13 +503,13 @@ class Gen:
         cols = ["x.id", "x.g", "x.txt"] + ["x.%s" % c for c, _ in KEY_COLS]
         return r.sample(cols, r.randint(1, 5)) + extra
 
-    def order_keys(self, x, allow_junk=True):
+    def order_keys(self, x, allow_junk=True, allow_nd=False):
         """List of (Key, dirs, output?)"""
         r = self.rng
         nk = r.choice([1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 7, 8])
         keys = []
         for i in range(nk):
-            k = random_key(r, x)
+            k = random_key(r, x, allow_nd=allow_nd)
             out = not (allow_junk and i > 0 and r.random() < 0.1)
             keys.append((k, dirs(r), out))
         if allow_junk and r.random() < 0.05:
@@ -465,7 +527,7 @@ class Gen:
         """SELECT keys..., payload FROM source ORDER BY ... [LIMIT]; fills q."""
         r = self.rng
         with_, frm, extra, rows, tname = self.source(q)
-        keys = self.order_keys("x")
+        keys = self.order_keys("x", allow_nd=True)
         if force_total:
             keys.append((Key("x.id", "integer"), "", True))
         outkeys = [k for k in keys if k[2]]
@@ -475,8 +537,9 @@ class Gen:
         for k, d, out in keys:
             if out:
                 j += 1
-                sel.append("%s AS k%d" % (k.expr, j))
-                refs.append(r.choice(["k%d" % j, str(j), None, None]))
+                sel.append("%s AS k%d" % (k.shown, j))
+                # a key shown as its hash is ordered by its expression
+                refs.append(r.choice(["k%d" % j, str(j), None, None]) if k.shown == k.expr else None)
             else:
                 refs.append(None)
         q.nkeys = len(outkeys)
@@ -928,15 +991,29 @@ class Fuzzer:
 
     # -- schema
     def create_schema(self):
-        self.schema = Schema(self.args.seed, self.args.small)
         conn = psycopg2.connect(self.args.dsn)
         conn.autocommit = True
         cur = conn.cursor()
+        # ICU in a UTF-8 database; en_US.UTF-8 (test/setup.sh), else
+        # another libc collation that does not order by bytes
+        cur.execute("SELECT getdatabaseencoding() = 'UTF8' AND "
+                    "EXISTS (SELECT FROM pg_collation WHERE collname = 'und-x-icu')")
+        COLLATIONS["icu"] = cur.fetchone()[0] in (True, "t")
+        cur.execute("SELECT collname FROM pg_collation WHERE collprovider = 'c' "
+                    "AND collname NOT IN ('C', 'POSIX', 'ucs_basic', 'default') AND collname NOT ILIKE 'C.%' "
+                    "AND collencoding IN (-1, pg_char_to_encoding(getdatabaseencoding())) "
+                    "ORDER BY collname <> 'en_US.utf8', collname LIMIT 1")
+        row = cur.fetchone()
+        COLLATIONS["libc"] = row[0] if row else None
+        self.schema = Schema(self.args.seed, self.args.small)
         cur.execute("CREATE EXTENSION IF NOT EXISTS gpusort")
         cur.execute("DROP SCHEMA IF EXISTS %s CASCADE" % self.schema.name)
         t0 = time.time()
         for s in self.schema.setup:
             cur.execute(s)
+        if COLLATIONS["icu"]:
+            cur.execute("CREATE COLLATION %s.fuzz_ci (provider = icu, locale = 'und-u-ks-level2', "
+                        "deterministic = false)" % self.schema.name)
         conn.close()
         return time.time() - t0
 
@@ -1352,8 +1429,9 @@ def main():
         args.seconds = 60
     f = Fuzzer(args)
     t_setup = f.create_schema()
-    print("schema %s: tables %s, set up in %.1fs" % (
-        f.schema.name, ", ".join("%s %d rows" % kv for kv in f.schema.sizes.items()), t_setup))
+    print("schema %s: tables %s, set up in %.1fs; collations: ICU %s, libc %s" % (
+        f.schema.name, ", ".join("%s %d rows" % kv for kv in f.schema.sizes.items()), t_setup,
+        "yes" if COLLATIONS["icu"] else "no", COLLATIONS["libc"] or "none"))
     f.connect()
     t0 = time.time()
     i = 0
