@@ -556,10 +556,11 @@ start_gpu_read(RowStore *store)
 	turn_to_other_half(store);
 }
 
-/* The GPU run's next row into *tuple, valid until the next call; false at
- * its end. */
+/* The GPU run's next row into *tuple, valid until the next call, and its
+ * keys (from its record's header: top-N per group reads them to pass over
+ * rows no one wants, proved as every other); false at its end. */
 bool
-next_gpu_row(RowStore *store, MinimalTuple *tuple)
+next_gpu_row(RowStore *store, MinimalTuple *tuple, uint64_t *keys, bool *nulls)
 {
 	Size		header_size = job_header_size(store);
 	uint32		length = 0;
@@ -593,6 +594,9 @@ next_gpu_row(RowStore *store, MinimalTuple *tuple)
 	if (!service_rows_check_record(store->gpu_run->gpu, store->read_next))
 		gpu_run_failed();
 	data = store->read_next + header_size;
+	memcpy(keys, store->read_next + sizeof(length), store->nkeys * sizeof(uint64_t));
+	memcpy(nulls, store->read_next + sizeof(length) + store->nkeys * sizeof(uint64_t),
+		   store->nkeys);
 	store->read_next += job_record_size(store, length);
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)
