@@ -372,6 +372,31 @@ RESET parallel_tuple_cost;
 RESET parallel_setup_cost;
 SET max_parallel_workers_per_gather = 0;
 
+-- ---- Incremental Sort: a full GpuSort of all its keys where the costs say so ----
+CREATE TABLE inc AS SELECT i AS id, i % 7 AS few, i / 2 AS pairs, (random() * 1000)::int AS k
+FROM generate_series(1, 60000) i;
+CREATE INDEX ON inc (few);
+CREATE INDEX ON inc (pairs);
+ANALYZE inc;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SET gpusort.enabled = off;
+SELECT * FROM explain_stable($$SELECT few, k, rank() OVER (PARTITION BY few ORDER BY k) FROM inc$$);
+RESET gpusort.enabled;
+-- with gpusort.min_rows = 0 every one, also below a top-N per group
+SELECT * FROM explain_stable($$SELECT few, k, rank() OVER (PARTITION BY few ORDER BY k) FROM inc$$);
+SELECT same_rows($$SELECT id, few, k, rank() OVER (PARTITION BY few ORDER BY k) FROM inc WHERE k < 50$$);
+SELECT same_rows($$SELECT * FROM (SELECT id, few, k, row_number() OVER (PARTITION BY few ORDER BY k, id) AS r FROM inc) s
+WHERE r <= 5$$, true);
+-- by cost: groups of two rows stay PostgreSQL's (its sorts are tiny)
+SET gpusort.min_rows = 50000;
+SELECT count(*) FILTER (WHERE line ~ 'Incremental Sort') AS incremental,
+       count(*) FILTER (WHERE line ~ 'GpuSort') AS gpusort
+FROM explain_stable($$SELECT pairs, k, rank() OVER (PARTITION BY pairs ORDER BY k) FROM inc$$) line;
+SET gpusort.min_rows = 0;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
 -- ---- the settings keep their meaning ----
 -- a bounded sort (ORDER BY ... LIMIT) is the ORDER BY path's to weigh
 SELECT * FROM explain_stable($$SELECT txt FROM t ORDER BY txt LIMIT 3$$);

@@ -64,7 +64,7 @@ extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *e
 /* ---- planner.c ---- */
 extern void gpusort_planner_init(void);
 extern bool gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
-								  int nkeys, double sort_startup_cost);
+								  int nkeys, double sort_cost, bool total);
 
 /* ---- sort_sites.c: the Sorts of a finished plan ---- */
 extern void gpusort_sort_sites_init(void);

@@ -55,7 +55,9 @@
  * row store drops the others wherever sorted rows are produced (row_store.c,
  * "top-N per group"). Why that is safe is said where the plan is read.
  *
- * Not an Incremental Sort (replace_incremental_sort() says why).
+ * An Incremental Sort (a Sort of the groups its input gives presorted on
+ * the leading keys) becomes a GpuSort of all its keys only where its costs
+ * say a full GpuSort pays: replace_sorts() says why.
  *
  * The input hangs where the Sort had it, in the plan's lefttree, not in
  * custom_plans (where the ORDER BY's GpuSorts keep it, as setrefs.c wants
@@ -151,12 +153,13 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 }
 
 /*
- * The GpuSort node that replaces `sort`, or NULL where it should not. Its
- * plan fields (costs, rows, width, plan_node_id, parameters, initplans)
- * are the Sort's; it returns the input's columns as the Sort did.
+ * The GpuSort node that replaces `sort` (a Sort, or an Incremental Sort's
+ * Sort part: incremental), or NULL where it should not. Its plan fields
+ * (costs, rows, width, plan_node_id, parameters, initplans) are the
+ * Sort's; it returns the input's columns as the Sort did.
  */
 static Plan *
-gpusort_for_sort(Sort *sort)
+gpusort_for_sort(Sort *sort, bool incremental)
 {
 	Plan	   *input = outerPlan(&sort->plan);
 	GpuSortPlanInfo info;
@@ -170,7 +173,8 @@ gpusort_for_sort(Sort *sort)
 	if (!sort_keys_supported(sort, input, &info))
 		return NULL;
 	if (!gpusort_replaces_sort(input->plan_rows, input->plan_width, input->total_cost,
-							   info.nkeys, sort->plan.startup_cost))
+							   info.nkeys, incremental ? sort->plan.total_cost :
+							   sort->plan.startup_cost, incremental))
 		return NULL;
 	/* the Sort's output columns, now read from the scan tuple */
 	foreach(lc, sort->plan.targetlist)
@@ -644,9 +648,26 @@ replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted)
 		gpusort_plan_uncount_disabled_nodes(plan, input_count);
 		*uncounted += input_count;
 	}
-	if (IsA(plan, Sort) && !may_be_bounded)
+	if ((IsA(plan, Sort) || IsA(plan, IncrementalSort)) && !may_be_bounded)
 	{
-		Plan	   *replacement = gpusort_for_sort((Sort *) plan);
+		/*
+		 * An Incremental Sort sorts the rows of each group that its input
+		 * gives presorted on the leading keys, a group at a time. GpuSort
+		 * takes its place only as a full sort of every key: the presorted
+		 * groups are what make each of PostgreSQL's sorts small, and
+		 * GpuSort's cost per row does not fall with them. So it pays where
+		 * the groups are large (few of them: each of PostgreSQL's sorts
+		 * is nearly a full one) and not where they are small, which the
+		 * costs say: the Incremental Sort's total cost, its per-group
+		 * sorts at the groups' estimated size, against a GpuSort of all
+		 * the rows (gpusort_replaces_sort()). Its total cost, not its
+		 * startup cost: the Incremental Sort gives its first rows once
+		 * the first group is sorted, GpuSort once all are, and what it
+		 * saves over a Sort is in the later groups. The bounded case (a
+		 * LIMIT above, where the Incremental Sort stops after a few
+		 * groups) is left to it, as for a Sort.
+		 */
+		Plan	   *replacement = gpusort_for_sort((Sort *) plan, IsA(plan, IncrementalSort));
 
 		if (replacement != NULL)
 		{
