@@ -290,6 +290,11 @@ WHERE r <= 2$$);
 SELECT count(*) FILTER (WHERE line ~ 'Rows Kept') AS cut FROM explain_stable($$
 SELECT * FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r, count(*) OVER (PARTITION BY g) AS c FROM w) s
 WHERE r <= 2$$) line;
+-- (nor a volatile function the WindowAgg computes for every row)
+CREATE SEQUENCE top_n_calls;
+SELECT count(*) FILTER (WHERE line ~ 'Rows Kept') AS cut FROM explain_stable($$
+SELECT * FROM (SELECT id, nextval('top_n_calls') AS v, row_number() OVER (PARTITION BY g ORDER BY k, id) AS r FROM w) s
+WHERE r <= 2$$) line;
 SELECT same_rows($$
 SELECT * FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r, count(*) OVER (PARTITION BY g) AS c FROM w) s
 WHERE r <= 2$$);

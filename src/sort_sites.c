@@ -497,7 +497,15 @@ sort_site_below(Plan *plan)
  *     exactly (key_columns_of()), so that groups and peers are told apart
  *     on the encoded keys the store holds.
  * Its other quals and the outer query's are evaluated on the rows it
- * returns, which are the same rows with the same values. Where the run
+ * returns, which are the same rows with the same values. One more thing
+ * differs: a partitioned WindowAgg still projects the rows it passes over
+ * (nodeWindowAgg.c computes its target list before it looks at its
+ * status), and the rows dropped here it never sees. So not where its
+ * target list or quals call a volatile function (nextval(), a function
+ * with side effects), whose calls would then be fewer. An expression of
+ * a row no one reads that would raise an error (a division by zero, say)
+ * no longer does, as where PostgreSQL itself stops at the run condition
+ * without PARTITION BY. Where the run
  * condition has several parts, any one of them keeps a superset of what
  * all of them keep.
  */
@@ -535,7 +543,9 @@ mark_top_n(Plan *plan)
 
 		if (!window->topWindow || window->runConditionOrig == NIL ||
 			has_other_window_function((Node *) plan->targetlist, &winref) ||
-			has_other_window_function((Node *) plan->qual, &winref))
+			has_other_window_function((Node *) plan->qual, &winref) ||
+			contain_volatile_functions((Node *) plan->targetlist) ||
+			contain_volatile_functions((Node *) plan->qual))
 			return;
 		foreach(lc, window->runConditionOrig)
 			if (run_condition_top_n(lfirst(lc), winref, &kind, &kept))
