@@ -14,7 +14,7 @@
 #   bench/device_run.sh matrix        # bench/sql_matrix.sh (ROWS, WORK_MEMS,
 #                                     # WORKERS, SHAPES, REPEAT, REUSE_TABLE)
 #   bench/device_run.sh sites         # bench/sort_sites_bench.sh: issue #45's
-#                                     # cells (ROWS, U_ROWS, SITE_GROUPS, WORK_MEMS,
+#                                     # cells (ROWS, U_ROWS, N_GROUPS, WORK_MEMS,
 #                                     # SHAPES, REPEAT, WORKERS, FORCE, REUSE_TABLE)
 #   bench/device_run.sh sql FILE      # psql -f FILE
 #   bench/device_run.sh chaos         # test/service/chaos.sh on the GPU, for

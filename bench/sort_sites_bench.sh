@@ -7,7 +7,7 @@
 # Needs a running server reachable through PGHOST/PGPORT/PGUSER with gpusort
 # installed and preloaded (the GPU service): on the GPU machine,
 # bench/device_run.sh sites (PG_MAJOR=18 for PostgreSQL 18). Builds t (ROWS
-# rows: int4 key k, int4 group g with SITE_GROUPS values, id, a 32-character md5
+# rows: int4 key k, int4 group g with N_GROUPS values, id, a 32-character md5
 # payload) and u (U_ROWS rows: int4 key k drawn as t's, int8 v), no
 # indexes, then for every work_mem times every shape runs the shape with
 # gpusort.enabled off and on, each pair after a run of the shape's floor,
@@ -17,7 +17,11 @@
 # Shapes (SHAPES picks some):
 #   rank            rank() OVER (PARTITION BY g ORDER BY k)
 #   topn_row_number row_number() OVER (PARTITION BY g ORDER BY k) <= 10
-#                   (PostgreSQL 15+ makes it a run condition)
+#                   (PostgreSQL 15+ makes it a run condition; GpuSort passes
+#                   on only each group's first 10 rows: "Rows Kept per Group")
+#   topn_few_groups the same over g % 1000 (1000 groups of ROWS/1000 rows:
+#                   GpuSort's prunes keep the rows in memory)
+#   topn_rank       rank() OVER (PARTITION BY g ORDER BY k) <= 10
 #   group_by        GROUP BY g as the planner picks (sort-based with many
 #                   groups and a small work_mem, else hash)
 #   group_by_sorted GROUP BY g, hash aggregation off (the sort-based plan)
@@ -31,7 +35,7 @@
 # bound of the sorting cost gpusort leaves); for merge_join both scans.
 #
 # Defaults: ROWS=10000000 (the issue also wants 50000000) U_ROWS=10000000
-# SITE_GROUPS=1000000 WORK_MEMS="4MB 64MB" REPEAT=3 WORKERS=2 (PostgreSQL's
+# N_GROUPS=1000000 WORK_MEMS="4MB 64MB" REPEAT=3 WORKERS=2 (PostgreSQL's
 # default max_parallel_workers_per_gather; the GPU machine's server has
 # parallel workers off) FORCE=0 (1: gpusort.min_rows = 0, GpuSort wherever
 # it can, not where its costs say). REUSE_TABLE=1 keeps t and u of an
@@ -44,14 +48,20 @@
 # with the work of the node above the sort ("above": PostgreSQL's time of
 # the shape less that of its sorts alone, SORTS_ALONE=1) taken out of both
 # modes, the estimate of the sorting cost left. The goals (issue #45): ratio <= 1.05
-# everywhere, left <= 0.30 where GpuSort sorts, topn_row_number ratio <= 0.2.
+# everywhere, left <= 0.30 where GpuSort sorts, the topn_ shapes' ratio
+# <= 0.2 (and distinct_on's, whose Unique keeps one row per group).
+#
+# Top-N per group alone, at 10M and 50M rows (50M in two calls, one per
+# work_mem, to stay within a call's 10 minutes):
+#   SHAPES="topn_row_number topn_few_groups topn_rank distinct_on"
+#   ROWS=50000000 U_ROWS=1 REPEAT=1 WORK_MEMS=4MB SHAPES="topn_row_number topn_few_groups"
 set -uo pipefail
 out=${1:?usage: bench/sort_sites_bench.sh OUTDIR}
 rows=${ROWS:-10000000}
 u_rows=${U_ROWS:-10000000}
-# (not GROUPS: bash keeps its own GROUPS, the user's group ids, whatever
-# the environment says)
-groups=${SITE_GROUPS:-1000000}
+# (not GROUPS: bash's own GROUPS, the user's group ids, takes no value
+# from the environment, so g had 2 values, 0 and -1, as root)
+groups=${N_GROUPS:-1000000}
 work_mems=${WORK_MEMS:-4MB 64MB}
 repeat=${REPEAT:-3}
 workers=${WORKERS:-2}
@@ -69,6 +79,8 @@ declare -A shape_sql=(
   [floor_join]="SELECT k FROM t UNION ALL SELECT k FROM u OFFSET $both"
   [rank]="SELECT g, k, rank() OVER (PARTITION BY g ORDER BY k) FROM t OFFSET $rows"
   [topn_row_number]="SELECT * FROM (SELECT g, k, id, row_number() OVER (PARTITION BY g ORDER BY k) AS rn FROM t) s WHERE rn <= 10 OFFSET $rows"
+  [topn_few_groups]="SELECT * FROM (SELECT g, k, id, row_number() OVER (PARTITION BY g % 1000 ORDER BY k) AS rn FROM t) s WHERE rn <= 10 OFFSET $rows"
+  [topn_rank]="SELECT * FROM (SELECT g, k, id, rank() OVER (PARTITION BY g ORDER BY k) AS rn FROM t) s WHERE rn <= 10 OFFSET $rows"
   [group_by]="SELECT g, count(*), sum(k) FROM t GROUP BY g OFFSET $rows"
   [group_by_sorted]="SELECT g, count(*), sum(k) FROM t GROUP BY g OFFSET $rows"
   [distinct]="SELECT DISTINCT g, k FROM t OFFSET $rows"
@@ -82,6 +94,8 @@ declare -A shape_sql=(
 declare -A shape_sorts=(
   [rank]="SELECT g, k FROM t ORDER BY g, k OFFSET $rows"
   [topn_row_number]="SELECT g, k, id FROM t ORDER BY g, k OFFSET $rows"
+  [topn_few_groups]="SELECT g, k, id FROM t ORDER BY g % 1000, k OFFSET $rows"
+  [topn_rank]="SELECT g, k, id FROM t ORDER BY g, k OFFSET $rows"
   [group_by_sorted]="SELECT g, k FROM t ORDER BY g OFFSET $rows"
   [distinct_on]="SELECT g, k, id FROM t ORDER BY g, k OFFSET $rows"
   [merge_join]="SELECT k, id FROM t ORDER BY k OFFSET $rows|SELECT k, v FROM u ORDER BY k OFFSET $u_rows"
@@ -91,14 +105,14 @@ declare -A shape_settings=(
   [group_by_sorted]="SET enable_hashagg = off;"
   [merge_join]="SET enable_hashjoin = off; SET enable_nestloop = off;"
 )
-shapes=${SHAPES:-rank topn_row_number group_by group_by_sorted distinct distinct_on merge_join}
+shapes=${SHAPES:-rank topn_row_number topn_few_groups topn_rank group_by group_by_sorted distinct distinct_on merge_join}
 
 psql_q -c "CREATE EXTENSION IF NOT EXISTS gpusort" >/dev/null
 psql_q -c "SELECT name || ': ' || value FROM gpusort_info()"
 psql_q -c "SELECT 'server: ' || version()"
 if [ "${REUSE_TABLE:-0}" = 1 ] &&
    [ "$(psql_q -c "SELECT count(*) FROM t" 2>/dev/null)" = "$rows" ] &&
-   [ "$(psql_q -c "SELECT max(g) + 1 FROM t" 2>/dev/null)" = "$groups" ] &&
+   [ "$(psql_q -c "SELECT obj_description('t'::regclass, 'pg_class')" 2>/dev/null)" = "groups=$groups" ] &&
    [ "$(psql_q -c "SELECT count(*) FROM u" 2>/dev/null)" = "$u_rows" ]; then
   echo "== reusing t ($rows rows) and u ($u_rows rows)"
 else
@@ -114,6 +128,7 @@ CREATE TABLE t AS
 CREATE TABLE u AS
   SELECT (random() * 2147483647)::int4 AS k, i::int8 * 7 AS v
   FROM generate_series(1, $u_rows) i;
+COMMENT ON TABLE t IS 'groups=$groups';
 VACUUM ANALYZE t;
 VACUUM ANALYZE u;
 SQL

@@ -22,8 +22,10 @@ SELECT count(*) AS service_state_rows FROM gpusort_info() WHERE name = 'service_
 -- call it: it lives in public). With ANALYZE: TIMING OFF, SUMMARY OFF and
 -- BUFFERS OFF (18 shows buffers by default) unless options say otherwise. Of what 18 prints
 -- differently: actual rows with two decimals are shown as 15 rounds them,
--- "InitPlan 1 (returns $0)" as 18's "InitPlan 1", and a WindowAgg's
--- "Window:" line and JSON's "Disabled": false (every node's) are left out.
+-- "InitPlan 1 (returns $0)" as 18's "InitPlan 1", a window 18 names
+-- (OVER w1) and 15 does not (OVER (?)) as OVER w, and a WindowAgg's
+-- "Window:" line, 18's "Storage:" lines and JSON's "Disabled": false (every
+-- node's) are left out.
 CREATE FUNCTION explain_stable(query text, options text DEFAULT '') RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -34,13 +36,14 @@ BEGIN
     options := 'TIMING OFF, SUMMARY OFF, BUFFERS OFF, ' || options;
   END IF;
   FOR line IN EXECUTE format('EXPLAIN (COSTS OFF%s) %s', ', ' || nullif(options, ''), query) LOOP
-    CONTINUE WHEN line ~ '^ *Window: ';
+    CONTINUE WHEN line ~ '^ *(Window|Storage): ';
     LOOP
       value := substring(line from '(?:rows=|"Actual Rows": )(\d+\.\d+)');
       EXIT WHEN value IS NULL;
       line := regexp_replace(line, '(rows=|"Actual Rows": )\d+\.\d+', '\1' || round(value::numeric));
     END LOOP;
     line := regexp_replace(line, '(InitPlan \d+) \(returns [^)]*\)', '\1');
+    line := regexp_replace(line, 'OVER (w\d+|\(\?\))', 'OVER w', 'g');
     line := regexp_replace(line, ',\n *"Disabled": false', '', 'g');
     RETURN NEXT line;
   END LOOP;

@@ -242,6 +242,172 @@ RESET parallel_tuple_cost;
 RESET parallel_setup_cost;
 SET max_parallel_workers_per_gather = 0;
 
+-- ---- top-N per group: the GpuSort passes on only the rows its parent keeps ----
+-- (sort_sites.c's mark_top_n(): a top WindowAgg's run condition, a Unique)
+CREATE TABLE w (id int, g int4, k int4, b int8);
+INSERT INTO w SELECT i, CASE WHEN i % 31 = 0 THEN NULL ELSE (random() * 25)::int END,
+  CASE WHEN i % 19 = 0 THEN NULL ELSE (random() * 60)::int END, (random() * 5)::int8
+FROM generate_series(1, 8000) i;
+ANALYZE w;
+-- top_n(function, op, n): the rows of w whose function over its group by g,
+-- ordered by k (ties: row_number orders them by id too), satisfies op n
+CREATE FUNCTION top_n(func text, op text, n int, part text DEFAULT 'g') RETURNS text
+LANGUAGE sql AS $f$
+  SELECT format('SELECT * FROM (SELECT id, g, k, b, %s() OVER (PARTITION BY %s ORDER BY k%s) AS r FROM w) s WHERE r %s %s',
+                func, part, CASE WHEN func = 'row_number' THEN ', id' ELSE '' END, op, n)
+$f$;
+SELECT * FROM explain_stable(top_n('row_number', '<=', 3));
+SELECT * FROM explain_stable(top_n('rank', '<', 3));
+SELECT * FROM explain_stable($$SELECT * FROM (SELECT id, dense_rank() OVER (PARTITION BY g ORDER BY k) AS r FROM w) s WHERE 4 >= r$$);
+-- (gpusort.explain_details off: no line that differs with a GPU)
+SET gpusort.explain_details = off;
+SELECT * FROM explain_stable(top_n('row_number', '<=', 2), 'ANALYZE');
+-- row by row against PostgreSQL's plan: N = 0, 1, a few, more than any group
+-- holds; ties and NULLs (a NULL group, NULL keys among the peers)
+SELECT func, op, n, same_rows(top_n(func, op, n) || ' ORDER BY g, k, r, id', true)
+FROM (VALUES ('row_number'), ('rank'), ('dense_rank')) f(func),
+     (VALUES ('<='), ('<')) o(op), (VALUES (0), (1), (3), (100000)) n(n)
+ORDER BY 1, 2, 3;
+-- as the rows come (no ORDER BY above): a unique order for row_number,
+-- and rank's and dense_rank's peers as sets
+SELECT same_rows(top_n('row_number', '<=', 4), true);
+SELECT same_rows(top_n('rank', '<=', 4));
+SELECT same_rows(top_n('dense_rank', '<', 4));
+-- a group of its own for NULL, several group columns, no PARTITION BY
+SELECT same_rows(top_n('rank', '<=', 2, 'k'));
+SELECT same_rows(top_n('row_number', '<=', 2, 'g, b'), true);
+SELECT same_rows($$SELECT * FROM (SELECT id, k, rank() OVER (ORDER BY k) AS r FROM w) s WHERE r <= 30$$);
+-- several run conditions, and row_number() and rank() of one window
+SELECT same_rows($$SELECT * FROM (SELECT id, g, k, row_number() OVER w AS n, rank() OVER w AS r
+  FROM w WINDOW w AS (PARTITION BY g ORDER BY k, id)) s WHERE n <= 5 AND r < 4$$, true);
+-- not safe, so not cut: another function of the window (its frame reaches
+-- later peers), a run condition on a lower window (the top one needs all
+-- its rows); cut: a top window over a lower one's values
+SELECT count(*) FILTER (WHERE line ~ 'Rows Kept') AS cut FROM explain_stable($$
+SELECT * FROM (SELECT id, rank() OVER w AS r, sum(b) OVER w AS s FROM w WINDOW w AS (PARTITION BY g ORDER BY k)) s
+WHERE r <= 2$$) line;
+SELECT same_rows($$
+SELECT * FROM (SELECT id, rank() OVER w AS r, sum(b) OVER w AS s FROM w WINDOW w AS (PARTITION BY g ORDER BY k)) s
+WHERE r <= 2$$);
+SELECT count(*) FILTER (WHERE line ~ 'Rows Kept') AS cut FROM explain_stable($$
+SELECT * FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r, count(*) OVER (PARTITION BY g) AS c FROM w) s
+WHERE r <= 2$$) line;
+-- (nor a volatile function the WindowAgg computes for every row)
+CREATE SEQUENCE top_n_calls;
+SELECT count(*) FILTER (WHERE line ~ 'Rows Kept') AS cut FROM explain_stable($$
+SELECT * FROM (SELECT id, nextval('top_n_calls') AS v, row_number() OVER (PARTITION BY g ORDER BY k, id) AS r FROM w) s
+WHERE r <= 2$$) line;
+SELECT same_rows($$
+SELECT * FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r, count(*) OVER (PARTITION BY g) AS c FROM w) s
+WHERE r <= 2$$);
+SELECT count(*) FILTER (WHERE line ~ 'Rows Kept') AS cut FROM explain_stable($$
+SELECT * FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r, count(*) OVER (PARTITION BY b ORDER BY id) AS c FROM w) s
+WHERE r <= 2$$) line;
+SELECT same_rows($$
+SELECT * FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r, count(*) OVER (PARTITION BY b ORDER BY id) AS c FROM w) s
+WHERE r <= 2$$);
+-- DISTINCT ON, DISTINCT and UNION: one row per group
+SELECT * FROM explain_stable($$SELECT DISTINCT ON (g) g, k, id FROM w ORDER BY g, k DESC, id$$, 'ANALYZE');
+RESET gpusort.explain_details;
+SELECT same_rows($$SELECT DISTINCT ON (g) g, k, id FROM w ORDER BY g, k DESC NULLS LAST, id$$, true);
+SELECT same_rows($$SELECT DISTINCT ON (g, b) g, b, k, id FROM w ORDER BY g, b, k, id$$, true);
+SELECT same_rows($$SELECT DISTINCT g, k FROM w$$);
+SELECT same_rows($$SELECT g, k FROM w UNION SELECT k, g FROM w$$);
+-- a cursor read a few rows at a time, and backwards
+BEGIN;
+DECLARE c SCROLL CURSOR FOR
+  SELECT * FROM (SELECT id, g, k, row_number() OVER (PARTITION BY g ORDER BY k, id) AS r FROM w) s WHERE r <= 2;
+FETCH 3 FROM c;
+FETCH 3 FROM c;
+FETCH BACKWARD 4 FROM c;
+MOVE LAST IN c;
+FETCH BACKWARD 2 FROM c;
+CLOSE c;
+SET LOCAL gpusort.enabled = off;
+DECLARE c SCROLL CURSOR FOR
+  SELECT * FROM (SELECT id, g, k, row_number() OVER (PARTITION BY g ORDER BY k, id) AS r FROM w) s WHERE r <= 2;
+FETCH 3 FROM c;
+FETCH 3 FROM c;
+FETCH BACKWARD 4 FROM c;
+MOVE LAST IN c;
+FETCH BACKWARD 2 FROM c;
+CLOSE c;
+COMMIT;
+-- rescans: new parameters each time, and the same input read again
+SELECT same_rows($$
+SELECT x, (SELECT sum(id) FROM (SELECT id, rank() OVER (PARTITION BY g ORDER BY k) AS r FROM w WHERE w.id % 7 = x) s
+           WHERE r <= 2) FROM generate_series(0, 6) x$$, true);
+SET enable_mergejoin = off;
+SET enable_material = off;
+SELECT same_rows($$
+SELECT x, s.id FROM generate_series(1, 3) x,
+  (SELECT DISTINCT ON (g) g, id FROM w ORDER BY g, k, id) s WHERE s.g = x OR s.g IS NULL$$);
+RESET enable_mergejoin;
+RESET enable_material;
+-- beyond work_mem: cut as the rows fill memory (few groups), as runs are
+-- written and merged (many groups; or, with the GPU service, as the rows
+-- come back from its memory), and into the file a cursor reads back
+SET work_mem = '64kB';
+SELECT regexp_replace(line, '\d+', 'N', 'g') AS plan_lines FROM explain_stable(top_n('row_number', '<=', 2), 'ANALYZE') line
+WHERE line ~ 'Group|Sort Method';
+SELECT same_rows(top_n('row_number', '<=', 2), true);
+SELECT regexp_replace(regexp_replace(line, '\d+', 'N', 'g'), 'Sort Method: (external merge|rows in GPU memory).*',
+                      'Sort Method: beyond work_mem') AS plan_lines
+FROM explain_stable(top_n('rank', '<=', 2, 'id % 1500'), 'ANALYZE') line
+WHERE line ~ 'Group|Sort Method';
+SELECT same_rows(top_n('rank', '<=', 2, 'id % 1500'));
+SELECT same_rows(top_n('dense_rank', '<=', 3, 'id % 2000') || ' ORDER BY g, k, r, id', true);
+SELECT same_rows($$SELECT DISTINCT ON (id % 3000) id % 3000, k, id FROM w ORDER BY id % 3000, k, id$$, true);
+BEGIN;
+DECLARE c SCROLL CURSOR FOR SELECT * FROM (SELECT id, rank() OVER (PARTITION BY id % 1500 ORDER BY k) AS r FROM w) s WHERE r <= 1;
+MOVE LAST IN c;
+FETCH BACKWARD 3 FROM c;
+SET LOCAL gpusort.enabled = off;
+DECLARE d SCROLL CURSOR FOR SELECT * FROM (SELECT id, rank() OVER (PARTITION BY id % 1500 ORDER BY k) AS r FROM w) s WHERE r <= 1;
+MOVE LAST IN d;
+FETCH BACKWARD 3 FROM d;
+COMMIT;
+RESET work_mem;
+-- each worker's rows cut below a Gather Merge
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = off;
+SELECT * FROM explain_stable($$SELECT DISTINCT ON (g) g, k, id FROM w ORDER BY g, k, id$$);
+SELECT same_rows($$SELECT DISTINCT ON (g) g, k, id FROM w ORDER BY g, k, id$$, true);
+SELECT same_rows(top_n('rank', '<=', 3));
+RESET parallel_leader_participation;
+RESET min_parallel_table_scan_size;
+RESET parallel_tuple_cost;
+RESET parallel_setup_cost;
+SET max_parallel_workers_per_gather = 0;
+
+-- ---- Incremental Sort: a full GpuSort of all its keys where the costs say so ----
+CREATE TABLE inc AS SELECT i AS id, i % 7 AS few, i / 2 AS pairs, (random() * 1000)::int AS k
+FROM generate_series(1, 60000) i;
+CREATE INDEX ON inc (few);
+CREATE INDEX ON inc (pairs);
+ANALYZE inc;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SET gpusort.enabled = off;
+SELECT * FROM explain_stable($$SELECT few, k, rank() OVER (PARTITION BY few ORDER BY k) FROM inc$$);
+RESET gpusort.enabled;
+-- with gpusort.min_rows = 0 every one, also below a top-N per group
+SELECT * FROM explain_stable($$SELECT few, k, rank() OVER (PARTITION BY few ORDER BY k) FROM inc$$);
+SELECT same_rows($$SELECT id, few, k, rank() OVER (PARTITION BY few ORDER BY k) FROM inc WHERE k < 50$$);
+SELECT same_rows($$SELECT * FROM (SELECT id, few, k, row_number() OVER (PARTITION BY few ORDER BY k, id) AS r FROM inc) s
+WHERE r <= 5$$, true);
+-- by cost: groups of two rows stay PostgreSQL's (its sorts are tiny)
+SET gpusort.min_rows = 50000;
+SELECT count(*) FILTER (WHERE line ~ 'Incremental Sort') AS incremental,
+       count(*) FILTER (WHERE line ~ 'GpuSort') AS gpusort
+FROM explain_stable($$SELECT pairs, k, rank() OVER (PARTITION BY pairs ORDER BY k) FROM inc$$) line;
+SET gpusort.min_rows = 0;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
 -- ---- the settings keep their meaning ----
 -- a bounded sort (ORDER BY ... LIMIT) is the ORDER BY path's to weigh
 SELECT * FROM explain_stable($$SELECT txt FROM t ORDER BY txt LIMIT 3$$);

@@ -271,6 +271,33 @@ explain_bound(GpuSortState *state, List *context, ExplainState *es)
 							es);
 }
 
+/*
+ * Top-N per group (sort_sites.c): how many rows of each group the parent
+ * keeps, hence the sort passes on; under ANALYZE, the rows it dropped.
+ */
+static void
+explain_top_n(GpuSortState *state, ExplainState *es)
+{
+	const GpuSortPlanInfo *plan = &state->plan;
+
+	if (plan->topn_kind == GPUSORT_TOPN_NONE)
+		return;
+	if (plan->topn_kind == GPUSORT_TOPN_ROWS)
+		ExplainPropertyInteger("Rows Kept per Group", NULL, plan->topn_kept, es);
+	else
+		ExplainPropertyText("Rows Kept per Group",
+							psprintf("%s <= %d", plan->topn_kind == GPUSORT_TOPN_RANK ?
+									 "rank" : "dense rank", plan->topn_kept), es);
+	if (es->analyze && state->sort_done && state->rows != NULL)
+	{
+		const RowStoreStats *stats = row_store_stats(state->rows);
+
+		ExplainPropertyInteger("Rows Dropped by Group", NULL, stats->rows_skipped, es);
+		if (stats->group_prunes > 0)
+			ExplainPropertyInteger("Group Prunes", NULL, stats->group_prunes, es);
+	}
+}
+
 void
 gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -299,6 +326,7 @@ gpusort_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Parallel Sort", "merges the shares sorted below", es);
 	if (state->plan.bounded)
 		explain_bound(state, context, es);
+	explain_top_n(state, es);
 	if (es->analyze && state->sort_done)
 		explain_analyze(state, es);
 	if (es->analyze)

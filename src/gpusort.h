@@ -73,7 +73,7 @@ extern void gpusort_planner_init(void);
 extern Oid	gpusort_pattern_opfamily(Oid type);
 extern bool gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise);
 extern bool gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
-								  int nkeys, double sort_startup_cost);
+								  int nkeys, double sort_cost, bool total);
 
 /* ---- sort_sites.c: the Sorts of a finished plan ---- */
 extern void gpusort_sort_sites_init(void);
@@ -132,7 +132,27 @@ typedef struct GpuSortPlanInfo
 									 * when it is on as the node starts */
 	bool		bounded;		/* custom_exprs hold the LIMIT count and the
 								 * OFFSET, evaluated when the node first runs */
+	/*
+	 * Top-N per group (sort_sites.c): the node's parent (a top WindowAgg's
+	 * run condition, a Unique) keeps only the first rows of each group of
+	 * rows equal on the leading topn_group_columns key columns, so the sort
+	 * passes on no others: the first topn_kept rows (GPUSORT_TOPN_ROWS), or
+	 * the rows whose rank or dense rank, counted over peers equal on the
+	 * next topn_peer_columns key columns, is at most topn_kept.
+	 */
+	int			topn_kind;		/* a GpuSortTopNKind */
+	int			topn_kept;
+	int			topn_group_columns;
+	int			topn_peer_columns;
 } GpuSortPlanInfo;
+
+typedef enum GpuSortTopNKind
+{
+	GPUSORT_TOPN_NONE = 0,
+	GPUSORT_TOPN_ROWS,			/* row_number() <= N; a Unique: N = 1 */
+	GPUSORT_TOPN_RANK,			/* rank() <= N */
+	GPUSORT_TOPN_DENSE_RANK		/* dense_rank() <= N */
+} GpuSortTopNKind;
 
 /*
  * Bytes GpuSort keeps per row besides the tuple: its pointer, keys and NULL

@@ -32,6 +32,10 @@ gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
 	list = lappend(list, makeInteger(info->algorithm));
 	list = lappend(list, makeInteger(info->approx_eligible));
 	list = lappend(list, makeInteger(info->bounded));
+	list = lappend(list, makeInteger(info->topn_kind));
+	list = lappend(list, makeInteger(info->topn_kept));
+	list = lappend(list, makeInteger(info->topn_group_columns));
+	list = lappend(list, makeInteger(info->topn_peer_columns));
 	return list;
 }
 
@@ -57,6 +61,14 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 	info->algorithm = NEXT_INT();
 	info->approx_eligible = NEXT_INT() != 0;
 	info->bounded = NEXT_INT() != 0;
+	info->topn_kind = NEXT_INT();
+	info->topn_kept = NEXT_INT();
+	info->topn_group_columns = NEXT_INT();
+	info->topn_peer_columns = NEXT_INT();
+	if (info->topn_kind < GPUSORT_TOPN_NONE || info->topn_kind > GPUSORT_TOPN_DENSE_RANK ||
+		info->topn_kept < 0 || info->topn_group_columns < 0 || info->topn_peer_columns < 0 ||
+		info->topn_group_columns + info->topn_peer_columns > info->nkeys)
+		elog(ERROR, "gpusort: a plan's top-N per group is corrupt");
 #undef NEXT_INT
 }
 

@@ -958,16 +958,18 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 }
 
 /*
- * Should GpuSort replace a plain Sort of a finished plan (sort_sites.c)?
- * Its input: rows, width and total cost as planned; the Sort's startup
- * cost is what PostgreSQL expects to pay until its first row. Unbounded,
- * by the same cost model as the ORDER BY's paths; never where the runs
- * would pass temp_file_limit. With gpusort.min_rows = 0 (tests) wherever
- * it can.
+ * Should GpuSort replace a Sort of a finished plan (sort_sites.c)? Its
+ * input: rows, width and total cost as planned; sort_cost is what
+ * PostgreSQL expects to pay: a Sort's startup cost (until its first row,
+ * which GpuSort's startup cost is set against), or with `total` an
+ * Incremental Sort's total cost (its rows come a group at a time, set
+ * against all of GpuSort's). Unbounded, by the same cost model as the
+ * ORDER BY's paths; never where the runs would pass temp_file_limit. With
+ * gpusort.min_rows = 0 (tests) wherever it can.
  */
 bool
 gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
-					  int nkeys, double sort_startup_cost)
+					  int nkeys, double sort_cost, bool total)
 {
 	Path		input;
 	PathTarget	target;
@@ -990,7 +992,7 @@ gpusort_replaces_sort(double input_rows, int input_width, double input_total_cos
 	if (input_rows < gpusort_min_rows)
 		return false;
 	cost_gpusort(NULL, &path, &input, nkeys, false, gpu_expected());
-	return path.path.startup_cost < sort_startup_cost;
+	return (total ? path.path.total_cost : path.path.startup_cost) < sort_cost;
 }
 
 static void

@@ -23,6 +23,7 @@
  */
 #include "gpusort.h"
 
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "row_store_int.h"
@@ -94,6 +95,11 @@ row_store_begin(const RowStoreSpec *spec)
 	store->position = -1;
 	store->sample_runs = spec->share_files != NULL && spec->sample_runs;
 	store->stats.approximate = spec->approximate;
+	/* top-N per group: an exact, unbounded sort (the plans sort_sites.c
+	 * marks are) */
+	store->topn = spec->plan->topn_kind != GPUSORT_TOPN_NONE && spec->bound == 0 &&
+		!spec->approximate;
+	store->group_prunes_pay = store->topn;
 	store->gpu_run_early = spec->spill_to_gpu && spec->bound == 0 && !spec->random_access &&
 		!spec->approximate && spec->share_files == NULL && spec->gpu_share == NULL;
 	/* start near the planner's estimate (or what a bounded sort keeps
@@ -199,6 +205,9 @@ gpu_run_due(const RowStore *store)
 {
 	if (!store->gpu_run_early || store->gpu_run_tried)
 		return false;
+	/* rows that pruning by group may leave few of stay here while it pays */
+	if (store->group_prunes_pay)
+		return false;
 	/* the planner expects that much: from the first row, none copied */
 	if (store->ntuples == 1 &&
 		store->spec.expected_rows * job_record_size(store, store->tuples[0]->t_len) >=
@@ -227,6 +236,8 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
 		/* full: the run closes before this row */
 		if (bounded && store->ntuples > (size_t) store->spec.bound)
 			prune_rows(store);
+		else if (store->group_prunes_pay)
+			prune_groups(store);
 		if (store->ntuples == store->capacity)
 			spill_rows(store, true);
 	}
@@ -247,6 +258,8 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
 	{
 		if (bounded && store->ntuples > (size_t) store->spec.bound)
 			prune_rows(store);
+		else if (store->group_prunes_pay)
+			prune_groups(store);
 		if (run_is_full(store))
 			spill_rows(store, true);
 	}
@@ -309,6 +322,42 @@ prepare_final_merge(RowStore *store)
 	return limit > 0 ? Min(total, limit) : total;
 }
 
+/*
+ * Top-N per group, the rows in memory sorted: only the first rows of each
+ * group become the output (noutputs shrinks to them).
+ */
+static void
+keep_sorted_groups(RowStore *store)
+{
+	GroupCounter counter;
+	size_t		n = 0;
+
+	memset(&counter, 0, sizeof(counter));
+	for (size_t i = 0; i < store->noutputs; i++)
+	{
+		uint64_t	keys[GS_MAX_KEY_COLUMNS];
+		bool		nulls[GS_MAX_KEY_COLUMNS];
+
+		sorted_keys_of(store, i, keys, nulls);
+		if (group_keeps(store, &counter, keys, nulls))
+			store->sorted[n++] = store->tuples[store->order[i]];
+	}
+	store->stats.rows_skipped += (int64) (store->noutputs - n);
+	store->noutputs = n;
+}
+
+/* Top-N per group, reading a stream: does the parent keep this row? */
+static inline bool
+read_keeps(RowStore *store, const uint64_t *keys, const bool *nulls)
+{
+	if (!store->topn || group_keeps(store, &store->read_counter, keys, nulls))
+		return true;
+	/* (a long stretch of rows passed over stays interruptible) */
+	if ((++store->stats.rows_skipped & 0xffff) == 0)
+		CHECK_FOR_INTERRUPTS();
+	return false;
+}
+
 void
 row_store_sort(RowStore *store)
 {
@@ -340,12 +389,15 @@ row_store_sort(RowStore *store)
 		/* tuple pointers in output order: reading then goes in sequence */
 		store->sorted = MemoryContextAllocHuge(store->rows_context,
 											   Max(store->noutputs, 1) * sizeof(MinimalTuple));
-		for (size_t i = 0; i < store->noutputs; i++)
-		{
-			if (i + PREFETCH_DISTANCE < store->noutputs)
-				__builtin_prefetch(&store->tuples[store->order[i + PREFETCH_DISTANCE]]);
-			store->sorted[i] = store->tuples[store->order[i]];
-		}
+		if (store->topn)
+			keep_sorted_groups(store);
+		else
+			for (size_t i = 0; i < store->noutputs; i++)
+			{
+				if (i + PREFETCH_DISTANCE < store->noutputs)
+					__builtin_prefetch(&store->tuples[store->order[i + PREFETCH_DISTANCE]]);
+				store->sorted[i] = store->tuples[store->order[i]];
+			}
 		pfree(store->order);
 		store->order = NULL;
 		count_memory(store);
@@ -361,6 +413,8 @@ row_store_sort(RowStore *store)
 		store->final = new_run(store);
 		store->final->backward = true;
 		merge_into_run(store, store->final, 0, store->nruns, store->ntuples > 0, limit);
+		/* (top-N per group wrote only the rows kept) */
+		store->noutputs = (size_t) store->final->rows;
 		store->runs[0] = store->final;
 		store->nruns = 1;
 		MemoryContextDelete(store->rows_context);
@@ -437,8 +491,11 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 				elog(ERROR, "gpusort: backward scan of a sort that was not planned for it");
 			if (store->position + 1 < n)
 			{
-				MergeInput *input = next_merged(store);
+				MergeInput *input;
 
+				while ((input = next_merged(store)) != NULL &&
+					   !read_keeps(store, input->keys, input->nulls))
+					;
 				if (input != NULL)
 				{
 					store->position++;
@@ -454,8 +511,14 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 			if (store->position + 1 < n)
 			{
 				MinimalTuple tuple;
+				uint64_t	keys[GS_MAX_KEY_COLUMNS];
+				bool		nulls[GS_MAX_KEY_COLUMNS];
+				bool		found;
 
-				if (next_gpu_row(store, &tuple))
+				while ((found = next_gpu_row(store, &tuple, keys, nulls)) &&
+					   !read_keeps(store, keys, nulls))
+					;
+				if (found)
 				{
 					store->position++;
 					ExecStoreMinimalTuple(tuple, slot, false);
@@ -475,8 +538,11 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 					open_partition(store);
 				if (store->partition_here)
 				{
-					MergeInput *input = next_merged(store);
+					MergeInput *input;
 
+					while ((input = next_merged(store)) != NULL &&
+						   !read_keeps(store, input->keys, input->nulls))
+						;
 					if (input != NULL)
 					{
 						store->position++;
@@ -484,11 +550,20 @@ row_store_get(RowStore *store, bool forward, TupleTableSlot *slot)
 						return true;
 					}
 				}
-				else if (read_chunk_record(store, &store->partition_input))
+				else
 				{
-					store->position++;
-					ExecStoreMinimalTuple(store->partition_input.tuple, slot, false);
-					return true;
+					MergeInput *input = &store->partition_input;
+					bool		found;
+
+					while ((found = read_chunk_record(store, input)) &&
+						   !read_keeps(store, input->keys, input->nulls))
+						;
+					if (found)
+					{
+						store->position++;
+						ExecStoreMinimalTuple(input->tuple, slot, false);
+						return true;
+					}
 				}
 				close_partition(store);
 				store->partition++;
@@ -544,6 +619,7 @@ void
 row_store_rewind(RowStore *store)
 {
 	store->position = -1;
+	memset(&store->read_counter, 0, sizeof(store->read_counter));
 	if (store->mode == READ_PARTITIONS)
 	{
 		/* (not reached: a merge of shares sorts again) read it whole */

@@ -49,6 +49,10 @@ typedef struct RowStoreStats
 	size_t		rows_out;		/* rows the store gives back */
 	bool		approximate;	/* the rows came back in approximate order */
 	int			pruned;			/* bounded: times the kept rows were cut */
+	int			group_prunes;	/* top-N per group: times the rows in memory
+								 * were cut to their groups' first rows */
+	int64		rows_skipped;	/* top-N per group: rows dropped as their
+								 * groups' later rows */
 	Size		peak_memory;	/* bytes of memory, as allocated */
 
 	/* external sort: sorted runs in temporary files, merged */

@@ -888,13 +888,11 @@ next_tied_row(RowStore *store, GpuRecordReader read, void *source, uint64_t *key
 
 
 /* The GPU run's next row into *tuple, read from its slot (READ_GPU), in
- * SQL order; valid until the next call; false at its end. */
+ * SQL order; valid until the next call; and its keys (top-N per group
+ * reads them to pass over rows no one wants); false at its end. */
 bool
-next_gpu_row(RowStore *store, MinimalTuple *tuple)
+next_gpu_row(RowStore *store, MinimalTuple *tuple, uint64_t *keys, bool *nulls)
 {
-	uint64_t	keys[GS_MAX_KEY_COLUMNS];
-	bool		nulls[GS_MAX_KEY_COLUMNS];
-
 	if (store->ties != NULL)
 		return next_tied_row(store, read_gpu_record, NULL, keys, nulls, tuple);
 	return read_gpu_record(store, NULL, keys, nulls, tuple);

@@ -167,6 +167,27 @@ typedef struct GpuTieGroup
 typedef bool (*GpuRecordReader) (RowStore *store, void *source, uint64_t *keys, bool *nulls,
 								 MinimalTuple *tuple);
 
+/*
+ * Top-N per group (GpuSortPlanInfo.topn_kind, sort_sites.c): where a
+ * stream of rows in sorted order stands in its current group, for
+ * group_keeps(). Wherever the store produces sorted rows (the rows in
+ * memory as they are read or pruned, a run as it is written, a merge, the
+ * rows read back from a GPU run) each stream counts afresh: a row among
+ * the first N of its group in the whole order, or of rank N or less, is so
+ * in any part of the input that holds it, and so are the rows before it
+ * (a part's stable order is the whole order's restricted to it), so
+ * dropping the others of each part keeps every row the parent keeps.
+ */
+typedef struct GroupCounter
+{
+	bool		started;
+	uint64_t	keys[GS_MAX_KEY_COLUMNS];	/* the last row's group and peer keys */
+	bool		nulls[GS_MAX_KEY_COLUMNS];
+	int64		rows;			/* of its group so far, it included */
+	int64		rank;			/* its rank and dense rank in its group */
+	int64		dense_rank;
+} GroupCounter;
+
 /* Where reading the output stands. */
 typedef enum ReadMode
 {
@@ -297,6 +318,13 @@ struct RowStore
 	SortedRun	partition_file;
 	MergeInput	partition_input;
 
+	/* top-N per group: whether the plan asks for it, whether pruning the
+	 * rows in memory by it still pays (it stops once a prune keeps more
+	 * than half), and where reading the output stands in its group */
+	bool		topn;
+	bool		group_prunes_pay;
+	GroupCounter read_counter;
+
 	RowStoreStats stats;
 	bool		have_report;	/* stats.report holds a sort's */
 };
@@ -393,6 +421,60 @@ compare_keys_tied(const RowStore *store, const uint64_t *keys_a, const bool *nul
 		}
 	}
 	return 0;
+}
+
+/* Are key columns [from, to) of two rows equal (NULLs equal to each other,
+ * as the parent's grouping takes them)? */
+static inline bool
+same_keys(const uint64_t *keys_a, const bool *nulls_a, const uint64_t *keys_b,
+		  const bool *nulls_b, int from, int to)
+{
+	for (int k = from; k < to; k++)
+		if (nulls_a[k] != nulls_b[k] || (!nulls_a[k] && keys_a[k] != keys_b[k]))
+			return false;
+	return true;
+}
+
+/*
+ * Top-N per group: does the parent keep this row, the next of a stream in
+ * sorted order (see GroupCounter)? Counts it in its group.
+ */
+static inline bool
+group_keeps(const RowStore *store, GroupCounter *counter, const uint64_t *keys,
+			const bool *nulls)
+{
+	const GpuSortPlanInfo *plan = store->plan;
+	int			groups = plan->topn_group_columns;
+	int			peers = groups + plan->topn_peer_columns;
+	bool		new_peers;
+
+	if (!counter->started || !same_keys(counter->keys, counter->nulls, keys, nulls, 0, groups))
+	{
+		counter->started = true;
+		counter->rows = 0;
+		counter->rank = 0;
+		counter->dense_rank = 0;
+		new_peers = true;
+	}
+	else
+		new_peers = !same_keys(counter->keys, counter->nulls, keys, nulls, groups, peers);
+	counter->rows++;
+	if (new_peers)
+	{
+		counter->rank = counter->rows;
+		counter->dense_rank++;
+		memcpy(counter->keys, keys, peers * sizeof(uint64_t));
+		memcpy(counter->nulls, nulls, peers);
+	}
+	switch ((GpuSortTopNKind) plan->topn_kind)
+	{
+		case GPUSORT_TOPN_RANK:
+			return counter->rank <= plan->topn_kept;
+		case GPUSORT_TOPN_DENSE_RANK:
+			return counter->dense_rank <= plan->topn_kept;
+		default:
+			return counter->rows <= plan->topn_kept;
+	}
 }
 
 /* The keys of entry i of keys_in / nulls_in, nkeys to an entry. */
@@ -500,6 +582,7 @@ extern MinimalTuple copy_row(RowStore *store, TupleTableSlot *slot);
 extern void lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls);
 extern void sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm);
 extern void prune_rows(RowStore *store);
+extern void prune_groups(RowStore *store);
 extern bool note_best_keys(RowStore *store, size_t nout);
 
 /* row_store_runs.c: sorted runs in temporary files */
@@ -552,7 +635,7 @@ extern void sort_gpu_run(RowStore *store);
 extern bool gpu_read_possible(RowStore *store);
 extern void release_gpu_run(RowStore *store);
 extern void start_gpu_read(RowStore *store);
-extern bool next_gpu_row(RowStore *store, MinimalTuple *tuple);
+extern bool next_gpu_row(RowStore *store, MinimalTuple *tuple, uint64_t *keys, bool *nulls);
 extern Size gpu_tie_memory(const RowStore *store);
 extern void restart_gpu_ties(RowStore *store);
 extern bool next_tied_row(RowStore *store, GpuRecordReader read, void *source, uint64_t *keys,

@@ -410,33 +410,17 @@ close_up_arena(RowStore *store, size_t n)
 }
 
 /*
- * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
- * last kept row's keys so that no later row at or beyond it is copied. The
+ * Keeps the rows marked in kept[] (`keep` of them), dropping the rest: the
  * survivors keep the order they came in (the next sort, stable as every
  * sort here, orders them again), in the same arrays and arena: moving them
  * there costs less than copying them to new memory, which the kernel
  * would have to clear first.
  */
-void
-prune_rows(RowStore *store)
+static void
+keep_marked_rows(RowStore *store, const bool *kept, size_t keep)
 {
-	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
 	size_t		old_count = store->ntuples;
-	uint64_t	last_keys[GS_MAX_KEY_COLUMNS];
-	bool		last_nulls[GS_MAX_KEY_COLUMNS];
-	bool	   *kept;
 	size_t		n = 0;
-
-	Assert(keep < old_count);
-	/* the candidates are chosen exactly, whatever the final order */
-	sort_rows(store, keep, GS_ALGO_AUTO);
-	kept = MemoryContextAllocZero(store->rows_context, old_count);
-	for (size_t i = 0; i < keep; i++)
-		kept[store->order[i]] = true;
-	if (keep > 0)
-		sorted_keys_of(store, keep - 1, last_keys, last_nulls);
-	pfree(store->order);
-	store->order = NULL;
 
 	/* without a branch per row (about half are kept, at random); row n <=
 	 * row, so the arrays close up from the front */
@@ -451,7 +435,6 @@ prune_rows(RowStore *store)
 		n += kept[row];
 	}
 	Assert(n == keep);
-	pfree(kept);
 	store->ntuples = keep;
 	for (int k = 0; k < store->nkeys; k++)
 	{
@@ -462,10 +445,78 @@ prune_rows(RowStore *store)
 								  store->column_keys[k][i]);
 	}
 	close_up_arena(store, keep);
+}
+
+/*
+ * Bounded sort: keep the best `bound` rows, drop the rest, and remember the
+ * last kept row's keys so that no later row at or beyond it is copied.
+ */
+void
+prune_rows(RowStore *store)
+{
+	size_t		keep = Min(store->ntuples, (size_t) store->spec.bound);
+	size_t		old_count = store->ntuples;
+	uint64_t	last_keys[GS_MAX_KEY_COLUMNS];
+	bool		last_nulls[GS_MAX_KEY_COLUMNS];
+	bool	   *kept;
+
+	Assert(keep < old_count);
+	/* the candidates are chosen exactly, whatever the final order */
+	sort_rows(store, keep, GS_ALGO_AUTO);
+	kept = MemoryContextAllocZero(store->rows_context, old_count);
+	for (size_t i = 0; i < keep; i++)
+		kept[store->order[i]] = true;
+	if (keep > 0)
+		sorted_keys_of(store, keep - 1, last_keys, last_nulls);
+	pfree(store->order);
+	store->order = NULL;
+	keep_marked_rows(store, kept, keep);
+	pfree(kept);
 	if (keep == (size_t) store->spec.bound)
 		lower_threshold(store, last_keys, last_nulls);
 	count_memory(store);
 	store->stats.pruned++;
+}
+
+/*
+ * Top-N per group, when the rows fill memory: they are sorted and only
+ * the first rows of each group stay (GroupCounter says why that is
+ * enough), so that few groups never leave memory at all. Once a prune
+ * keeps more than half the rows, the groups are too many for it to pay:
+ * later batches go to runs as they are (each run cut as it is written).
+ */
+void
+prune_groups(RowStore *store)
+{
+	size_t		old_count = store->ntuples;
+	size_t		keep = 0;
+	GroupCounter counter;
+	bool	   *kept;
+
+	sort_rows(store, 0, (gs_algorithm) store->plan->algorithm);
+	kept = MemoryContextAllocZero(store->rows_context, Max(old_count, 1));
+	memset(&counter, 0, sizeof(counter));
+	for (size_t i = 0; i < old_count; i++)
+	{
+		uint64_t	keys[GS_MAX_KEY_COLUMNS];
+		bool		nulls[GS_MAX_KEY_COLUMNS];
+
+		sorted_keys_of(store, i, keys, nulls);
+		if (group_keeps(store, &counter, keys, nulls))
+		{
+			kept[store->order[i]] = true;
+			keep++;
+		}
+	}
+	pfree(store->order);
+	store->order = NULL;
+	keep_marked_rows(store, kept, keep);
+	pfree(kept);
+	count_memory(store);
+	store->stats.group_prunes++;
+	store->stats.rows_skipped += (int64) (old_count - keep);
+	if (keep > old_count / 2)
+		store->group_prunes_pay = false;
 }
 
 /*

@@ -585,8 +585,9 @@ next_merged(RowStore *store)
 }
 
 /* Merges runs[first .. first + count - 1] (and the rows in memory) into
- * `merged` (a new run when NULL), at most `limit` rows (0: all), and drops
- * them (their places in the list are the caller's to fill). */
+ * `merged` (a new run when NULL), at most `limit` rows (0: all; top-N per
+ * group: each group's first rows only), and drops them (their places in
+ * the list are the caller's to fill). */
 SortedRun *
 merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool with_memory,
 			   size_t limit)
@@ -595,7 +596,9 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 	size_t		written = 0;
 	instr_time	start,
 				duration;
+	GroupCounter counter;
 
+	memset(&counter, 0, sizeof(counter));
 	INSTR_TIME_SET_CURRENT(start);
 	/* the output's file first: its buffer is not the merge's to read with */
 	if (merged == NULL)
@@ -606,6 +609,11 @@ merge_into_run(RowStore *store, SortedRun *merged, int first, int count, bool wi
 	{
 		if ((written & 0x3fff) == 0)
 			CHECK_FOR_INTERRUPTS();
+		if (store->topn && !group_keeps(store, &counter, input->keys, input->nulls))
+		{
+			store->stats.rows_skipped++;
+			continue;
+		}
 		write_record(store, merged, input->keys, input->nulls, input->tuple);
 		written++;
 	}

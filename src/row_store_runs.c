@@ -303,7 +303,8 @@ drop_run(RowStore *store, SortedRun *run)
 
 /*
  * Writes the sorted rows in memory (store->order, the first `nout`) to
- * `run` in order. With a bound, the bound-th row is a threshold too.
+ * `run` in order. With a bound, the bound-th row is a threshold too. Top-N
+ * per group: only each group's first rows (GroupCounter).
  */
 void
 write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
@@ -313,7 +314,9 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 	bool		nulls[GS_MAX_KEY_COLUMNS];
 	instr_time	start,
 				duration;
+	GroupCounter counter;
 
+	memset(&counter, 0, sizeof(counter));
 	INSTR_TIME_SET_CURRENT(start);
 	for (size_t i = 0; i < nout; i++)
 	{
@@ -340,6 +343,11 @@ write_sorted_rows(RowStore *store, SortedRun *run, size_t nout)
 			prefetch_tuple(store->tuples[store->order[i + PREFETCH_DISTANCE]]);
 
 		sorted_keys_of(store, i, keys, nulls);
+		if (store->topn && !group_keeps(store, &counter, keys, nulls))
+		{
+			store->stats.rows_skipped++;
+			continue;
+		}
 		write_record(store, run, keys, nulls, store->tuples[row]);
 	}
 	finish_run(store, run);

@@ -46,15 +46,18 @@
  * rows and where planner.c's cost model says GpuSort costs less than the
  * Sort.
  *
- * Not here yet: an Incremental Sort's groups (PostgreSQL sorts them one
- * small batch at a time); and top-N per group, where a top-level
- * WindowAgg's run condition (row_number(), rank() or dense_rank() <= N,
- * WindowAgg.runCondition since 15) or a DISTINCT ON keeps a few rows of
- * each partition: the GpuSort below could keep only those (the rows of a
- * partition are adjacent once sorted, its keys first), so that the rest
- * never travel back to the WindowAgg or Unique. The WindowAgg checks its
- * run condition anyway, so such a filter would only ever drop rows it
- * drops itself.
+ * Top-N per group (mark_top_n()). Where the GpuSort's parent keeps only
+ * the first rows of each group of its input, the GpuSort passes on only
+ * those: a top WindowAgg whose run condition (row_number(), rank() or
+ * dense_rank() < or <= a constant, WindowAgg.runCondition since 15) stops
+ * returning a partition's rows once it fails, and a Unique (DISTINCT,
+ * DISTINCT ON, UNION), which returns the first row of each group. The
+ * row store drops the others wherever sorted rows are produced (row_store.c,
+ * "top-N per group"). Why that is safe is said where the plan is read.
+ *
+ * An Incremental Sort (a Sort of the groups its input gives presorted on
+ * the leading keys) becomes a GpuSort of all its keys only where its costs
+ * say a full GpuSort pays: replace_sorts() says why.
  *
  * The input hangs where the Sort had it, in the plan's lefttree, not in
  * custom_plans (where the ORDER BY's GpuSorts keep it, as setrefs.c wants
@@ -71,6 +74,8 @@
 #include "gpusort.h"
 
 #include "access/stratnum.h"
+#include "catalog/pg_opfamily_d.h"
+#include "catalog/pg_type_d.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_collation_d.h"
 #include "commands/defrem.h"
@@ -83,6 +88,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
 static planner_hook_type previous_planner_hook = NULL;
@@ -160,12 +166,13 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 }
 
 /*
- * The GpuSort node that replaces `sort`, or NULL where it should not. Its
- * plan fields (costs, rows, width, plan_node_id, parameters, initplans)
- * are the Sort's; it returns the input's columns as the Sort did.
+ * The GpuSort node that replaces `sort` (a Sort, or an Incremental Sort's
+ * Sort part: incremental), or NULL where it should not. Its plan fields
+ * (costs, rows, width, plan_node_id, parameters, initplans) are the
+ * Sort's; it returns the input's columns as the Sort did.
  */
 static Plan *
-gpusort_for_sort(Sort *sort)
+gpusort_for_sort(Sort *sort, bool incremental)
 {
 	Plan	   *input = outerPlan(&sort->plan);
 	GpuSortPlanInfo info;
@@ -179,7 +186,8 @@ gpusort_for_sort(Sort *sort)
 	if (!sort_keys_supported(sort, input, &info))
 		return NULL;
 	if (!gpusort_replaces_sort(input->plan_rows, input->plan_width, input->total_cost,
-							   info.nkeys, sort->plan.startup_cost))
+							   info.nkeys, incremental ? sort->plan.total_cost :
+							   sort->plan.startup_cost, incremental))
 		return NULL;
 	/* the Sort's output columns, now read from the scan tuple */
 	foreach(lc, sort->plan.targetlist)
@@ -305,6 +313,276 @@ refer_to_window_input(CustomScan *cscan)
 	cscan->scan.plan.lefttree = input;
 	cscan->custom_plans = NIL;
 	return true;
+}
+
+/* ---- top-N per group ---- */
+
+/*
+ * The engine key columns, from `first` on, of the sort keys that are
+ * exactly the columns `attnos` (a set: the order among them and repeats
+ * do not matter), each of a type whose encoded words are equal exactly
+ * where its values are (not a prefix key); -1 where they are not. Equal
+ * encoded keys then mean what the parent's equality operators mean: the
+ * keys' btree family is the type's default (sort_keys_supported()), and the
+ * parent's groups come from the same clauses as the Sort's keys.
+ */
+static int
+key_columns_of(const GpuSortPlanInfo *info, int first, const AttrNumber *attnos, int count,
+			   Bitmapset *leave_out)
+{
+	Bitmapset  *wanted = NULL;
+	int			column = first;
+
+	for (int i = 0; i < count; i++)
+		if (!bms_is_member(attnos[i], leave_out))
+			wanted = bms_add_member(wanted, attnos[i]);
+	while (!bms_is_empty(wanted))
+	{
+		const GpuSortType *type;
+
+		if (column >= info->nkeys || info->key_part[column] != 0 ||
+			!bms_is_member(info->key_attno[column], wanted))
+			return -1;
+		type = gpusort_find_type(info->key_type[column]);
+		if (type == NULL || type->prefix_only)
+			return -1;
+		wanted = bms_del_member(wanted, info->key_attno[column]);
+		column += type->nwords;
+	}
+	return column - first;
+}
+
+/* Window functions of window `winref` other than row_number(), rank() and
+ * dense_rank(): any found makes the walk return true. */
+static bool
+has_other_window_function(Node *node, void *context)
+{
+	Index		winref = *(Index *) context;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, WindowFunc))
+	{
+		WindowFunc *func = (WindowFunc *) node;
+
+		if (func->winref == winref && func->winfnoid != F_ROW_NUMBER &&
+			func->winfnoid != F_RANK_ && func->winfnoid != F_DENSE_RANK_)
+			return true;
+	}
+	return expression_tree_walker(node, has_other_window_function, context);
+}
+
+/*
+ * What a run condition keeps of each partition: the kind and N of
+ * `func op constant` or `constant op func` with op <, <=, > or >= (the
+ * forms PostgreSQL makes run conditions of for these increasing
+ * functions); false for any other condition.
+ */
+static bool
+run_condition_top_n(Node *condition, Index winref, int *kind, int *kept)
+{
+	OpExpr	   *op = (OpExpr *) condition;
+	Node	   *left,
+			   *right;
+	WindowFunc *func;
+	Const	   *constant;
+	bool		func_left;
+	int			strategy;
+	int64		value;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+		return false;
+	left = linitial(op->args);
+	right = lsecond(op->args);
+	func_left = IsA(left, WindowFunc);
+	func = (WindowFunc *) (func_left ? left : right);
+	constant = (Const *) (func_left ? right : left);
+	if (!IsA(func, WindowFunc) || !IsA(constant, Const) || constant->constisnull ||
+		func->winref != winref)
+		return false;
+	if (func->winfnoid == F_ROW_NUMBER)
+		*kind = GPUSORT_TOPN_ROWS;
+	else if (func->winfnoid == F_RANK_)
+		*kind = GPUSORT_TOPN_RANK;
+	else if (func->winfnoid == F_DENSE_RANK_)
+		*kind = GPUSORT_TOPN_DENSE_RANK;
+	else
+		return false;
+	switch (constant->consttype)
+	{
+		case INT2OID:
+			value = DatumGetInt16(constant->constvalue);
+			break;
+		case INT4OID:
+			value = DatumGetInt32(constant->constvalue);
+			break;
+		case INT8OID:
+			value = DatumGetInt64(constant->constvalue);
+			break;
+		default:
+			return false;
+	}
+	strategy = get_op_opfamily_strategy(op->opno, INTEGER_BTREE_FAM_OID);
+	if (!func_left)				/* constant op func: as func op' constant */
+		strategy = strategy == BTGreaterStrategyNumber ? BTLessStrategyNumber :
+			strategy == BTGreaterEqualStrategyNumber ? BTLessEqualStrategyNumber : 0;
+	if (strategy == BTLessStrategyNumber)
+		value--;
+	else if (strategy != BTLessEqualStrategyNumber)
+		return false;
+	/* these functions count from 1: below that nothing is kept */
+	if (value > PG_INT32_MAX)
+		return false;
+	*kept = (int) Max(value, 0);
+	return true;
+}
+
+/*
+ * The GpuSort this file made that feeds `plan` its rows in the same
+ * columns, directly or through a Gather Merge that only merges its
+ * workers' GpuSorts (each worker's own rows are then cut per group, which
+ * keeps every row the merged order would keep: a row among the first N
+ * of its group, or of rank N or less, is so among its worker's rows too,
+ * as are the rows before it); NULL otherwise.
+ */
+static CustomScan *
+sort_site_below(Plan *plan)
+{
+	Plan	   *input = plan->lefttree;
+
+	if (input != NULL && IsA(input, GatherMerge))
+	{
+		ListCell   *lc;
+
+		if (input->lefttree == NULL || input->qual != NIL ||
+			list_length(input->targetlist) != list_length(input->lefttree->targetlist))
+			return NULL;
+		foreach(lc, input->targetlist)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+			Var		   *var = (Var *) tle->expr;
+
+			if (!IsA(var, Var) || var->varno != OUTER_VAR || var->varattno != tle->resno)
+				return NULL;
+		}
+		input = input->lefttree;
+	}
+	if (input == NULL || !IsA(input, CustomScan) ||
+		((CustomScan *) input)->methods != &gpusort_scan_methods ||
+		((CustomScan *) input)->custom_plans != NIL || input->lefttree == NULL ||
+		input->qual != NIL)
+		return NULL;
+	return (CustomScan *) input;
+}
+
+/*
+ * Top-N per group: the GpuSort below a top WindowAgg with a run condition,
+ * or below a Unique, learns how many rows of each group its parent keeps.
+ *
+ * Why the rows it drops change nothing. A Unique returns the first row of
+ * each group of rows equal on its columns and nothing else; the GpuSort
+ * passes on exactly those first rows, in the same order.
+ *
+ * A WindowAgg's run condition (nodeWindowAgg.c) is checked on each row
+ * after the window functions were evaluated; once it fails, a top
+ * WindowAgg (WindowAgg.topWindow) with PARTITION BY returns no more rows
+ * of that partition (WINDOWAGG_PASSTHROUGH_STRICT), and one without stops
+ * altogether. row_number(), rank() and dense_rank() only grow along a
+ * partition, so the rows it returns are those of the partition's first
+ * rows where the condition holds: the first N rows, or the rows of rank or
+ * dense rank N or less. Dropping the rest is safe only where the rows kept
+ * get the same values from every window function the WindowAgg computes
+ * and from its quals:
+ *   - it is the top WindowAgg: a lower one passes every row up to the
+ *     windows above it, which need them all;
+ *   - its window functions (those of its window clause: the lower
+ *     windows' values come as columns computed below the sort) are only
+ *     row_number(), rank() and dense_rank(), whose value for a row depends
+ *     on the rows before it in its partition and its peers before it, all
+ *     kept; not an aggregate (whose default frame reaches the current
+ *     row's later peers), lead(), ntile(), percent_rank(), cume_dist() or
+ *     a frame function, which look at later rows or the partition's size;
+ *   - the condition's other side is a constant, so N is known now (a
+ *     parameter would leave the sort as it is);
+ *   - the GpuSort's leading keys are exactly the partition's columns, and
+ *     for rank() and dense_rank() the next ones exactly its ORDER BY's
+ *     (less those that are partition columns), each of a type encoded
+ *     exactly (key_columns_of()), so that groups and peers are told apart
+ *     on the encoded keys the store holds.
+ * Its other quals and the outer query's are evaluated on the rows it
+ * returns, which are the same rows with the same values. One more thing
+ * differs: a partitioned WindowAgg still projects the rows it passes over
+ * (nodeWindowAgg.c computes its target list before it looks at its
+ * status), and the rows dropped here it never sees. So not where its
+ * target list or quals call a volatile function (nextval(), a function
+ * with side effects), whose calls would then be fewer. An expression of
+ * a row no one reads that would raise an error (a division by zero, say)
+ * no longer does, as where PostgreSQL itself stops at the run condition
+ * without PARTITION BY. Where the run
+ * condition has several parts, any one of them keeps a superset of what
+ * all of them keep.
+ */
+static void
+mark_top_n(Plan *plan)
+{
+	CustomScan *cscan = sort_site_below(plan);
+	GpuSortPlanInfo info;
+	int			kind = GPUSORT_TOPN_NONE;
+	int			kept = 0;
+	int			group_columns;
+	int			peer_columns = 0;
+
+	if (cscan == NULL)
+		return;
+	gpusort_plan_info_from_list(cscan->custom_private, &info);
+	if (info.role != GPUSORT_SORT_ALL || info.bounded || info.approx_eligible)
+		return;
+	if (IsA(plan, Unique))
+	{
+		Unique	   *unique = (Unique *) plan;
+
+		if (unique->numCols < 1)
+			return;
+		group_columns = key_columns_of(&info, 0, unique->uniqColIdx, unique->numCols, NULL);
+		kind = GPUSORT_TOPN_ROWS;
+		kept = 1;
+	}
+	else
+	{
+		WindowAgg  *window = (WindowAgg *) plan;
+		Index		winref = window->winref;
+		Bitmapset  *partition = NULL;
+		ListCell   *lc;
+
+		if (!window->topWindow || window->runConditionOrig == NIL ||
+			has_other_window_function((Node *) plan->targetlist, &winref) ||
+			has_other_window_function((Node *) plan->qual, &winref) ||
+			contain_volatile_functions((Node *) plan->targetlist) ||
+			contain_volatile_functions((Node *) plan->qual))
+			return;
+		foreach(lc, window->runConditionOrig)
+			if (run_condition_top_n(lfirst(lc), winref, &kind, &kept))
+				break;
+		if (kind == GPUSORT_TOPN_NONE)
+			return;
+		group_columns = key_columns_of(&info, 0, window->partColIdx, window->partNumCols, NULL);
+		if (group_columns >= 0 && kind != GPUSORT_TOPN_ROWS)
+		{
+			for (int i = 0; i < window->partNumCols; i++)
+				partition = bms_add_member(partition, window->partColIdx[i]);
+			peer_columns = key_columns_of(&info, group_columns, window->ordColIdx,
+										  window->ordNumCols, partition);
+			if (peer_columns < 0)
+				return;
+		}
+	}
+	if (group_columns < 0)
+		return;
+	info.topn_kind = kind;
+	info.topn_kept = kept;
+	info.topn_group_columns = group_columns;
+	info.topn_peer_columns = peer_columns;
+	cscan->custom_private = gpusort_plan_info_to_list(&info);
 }
 
 /*
@@ -474,7 +752,7 @@ sorted_agg_over_gpusort(Agg *agg)
 		if (!OidIsValid(sort->sortOperators[k]))
 			return false;
 	}
-	replacement = gpusort_for_sort(sort);
+	replacement = gpusort_for_sort(sort, false);
 	if (replacement == NULL)
 		return false;
 	agg->aggstrategy = AGG_SORTED;
@@ -536,6 +814,8 @@ replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted)
 	gpusort_plan_uncount_disabled_nodes(plan, below);
 	*uncounted += below;
 
+	if (IsA(plan, WindowAgg) || IsA(plan, Unique))
+		mark_top_n(plan);
 	if (IsA(plan, CustomScan) && refer_to_window_input((CustomScan *) plan))
 	{
 		int			input_count = gpusort_plan_disabled_nodes(plan->lefttree);
@@ -553,9 +833,26 @@ replace_sorts(Plan *plan, bool may_be_bounded, int *uncounted)
 		gpusort_plan_uncount_disabled_nodes(plan, input_count);
 		*uncounted += input_count;
 	}
-	if (IsA(plan, Sort) && !may_be_bounded)
+	if ((IsA(plan, Sort) || IsA(plan, IncrementalSort)) && !may_be_bounded)
 	{
-		Plan	   *replacement = gpusort_for_sort((Sort *) plan);
+		/*
+		 * An Incremental Sort sorts the rows of each group that its input
+		 * gives presorted on the leading keys, a group at a time. GpuSort
+		 * takes its place only as a full sort of every key: the presorted
+		 * groups are what make each of PostgreSQL's sorts small, and
+		 * GpuSort's cost per row does not fall with them. So it pays where
+		 * the groups are large (few of them: each of PostgreSQL's sorts
+		 * is nearly a full one) and not where they are small, which the
+		 * costs say: the Incremental Sort's total cost, its per-group
+		 * sorts at the groups' estimated size, against a GpuSort of all
+		 * the rows (gpusort_replaces_sort()). Its total cost, not its
+		 * startup cost: the Incremental Sort gives its first rows once
+		 * the first group is sorted, GpuSort once all are, and what it
+		 * saves over a Sort is in the later groups. The bounded case (a
+		 * LIMIT above, where the Incremental Sort stops after a few
+		 * groups) is left to it, as for a Sort.
+		 */
+		Plan	   *replacement = gpusort_for_sort((Sort *) plan, IsA(plan, IncrementalSort));
 
 		if (replacement != NULL)
 		{

@@ -8,7 +8,8 @@ FIRST/LAST, expressions, LIMIT/OFFSET/WITH TIES, subqueries, CTEs, joins,
 UNION ALL, window functions, GROUP BY, DISTINCT, SRFs, LATERAL, IN/EXISTS,
 scroll cursors, prepared statements with generic plans), and queries whose
 sorts are elsewhere in the plan (issue #45: windows, sort-based grouping,
-DISTINCT and DISTINCT ON, set operations, merge joins, with the planner's
+DISTINCT and DISTINCT ON, set operations, merge joins, top-N per group
+through a window function filtered outside it, with the planner's
 hash alternatives sometimes off), under random
 settings (work_mem 64kB..1GB, parallel query off/on/forced, the leader's
 participation, up to two of the planner's enable_* switches off) and runs each
@@ -733,7 +734,11 @@ class Gen:
         q.normalize = True
         if r.random() < 0.6:
             q.settings.append("SET enable_hashagg = off")
-        kind = r.choice(["window", "window", "group", "distinct", "distinct-on", "setop", "join", "join"])
+        kind = r.choice(["window", "window", "group", "distinct", "distinct-on", "setop", "join", "join",
+                         "topn", "topn"])
+        if kind == "topn":
+            self.top_n_per_group(q)
+            return
         if kind in ("window", "group", "distinct"):
             with_, frm, extra, rows, tname = self.source(q)
             # mostly keys GpuSort takes; a text key now and then stays PostgreSQL's
@@ -800,6 +805,44 @@ class Gen:
             c, c, c, t1, join, t2, cond, r.choice([7, 13, 29]))
         q.eligible = typ in GPU_TYPES
         q.kind = "sort-site-join:%s+%s" % (t1, t2)
+
+    def top_n_per_group(self, q):
+        """Top-N per group (sort_sites.c's mark_top_n()): a window function
+        filtered in an outer WHERE, which PostgreSQL makes the top
+        WindowAgg's run condition, so that GpuSort passes on only the rows
+        of each partition it keeps; now and then with another function of
+        the window that rules the cut out, and beyond work_mem (prunes,
+        runs). row_number() over a total order, so the multiset is
+        defined."""
+        r = self.rng
+        with_, frm, extra, rows, tname = self.source(q)
+        keys = [random_key(r, "x", r.random() < 0.1) for _ in range(r.randint(1, 3))]
+        exprs = ", ".join("%s AS k%d" % (k.expr, i + 1) for i, k in enumerate(keys))
+        func = r.choice(["row_number", "rank", "dense_rank"])
+        order = ", ".join(k.expr + dirs(r) for k in keys[1:]) or "x.g" + dirs(r)
+        if func == "row_number":
+            order += ", x.id" + dirs(r)
+        w = "ORDER BY %s" % order
+        if r.random() < 0.8:
+            w = "PARTITION BY %s %s" % (keys[0].expr, w)
+        sel = ["%s() OVER w AS r" % func]
+        others = ["rank() OVER w AS r2", "dense_rank() OVER w AS d2", "sum(x.i2) OVER w AS s2",
+                  "count(*) OVER (PARTITION BY x.g) AS c2"]
+        if func == "row_number":
+            others.append("row_number() OVER w AS n2")
+        if r.random() < 0.4:
+            sel.append(r.choice(others))
+        n = r.choice([0, 1, 2, 3, 10, 1000])
+        cond = r.choice(["s.r <= %d", "s.r < %d", "%d >= s.r", "%d > s.r"])
+        cond = cond % n
+        if r.random() < 0.2:
+            cond += " AND s.r < %d" % r.choice([2, 5])
+        if r.random() < 0.3:
+            q.settings.append("SET work_mem = '%s'" % r.choice(["64kB", "256kB"]))
+        q.sql = "%sSELECT * FROM (SELECT x.id, %s, %s FROM %s%s WINDOW w AS (%s)) s WHERE %s" % (
+            with_, exprs, ", ".join(sel), frm, self.where("x") if "x" in frm.split()[-1:] else "", w, cond)
+        q.eligible = all(k.typ in GPU_TYPES for k in keys)
+        q.kind = "sort-site-topn:%s" % tname
 
     def prepared(self, q):
         r = self.rng

@@ -19,9 +19,10 @@
 #      shows the wait;
 #   4b. a sort beyond work_mem holds its rows in the service's memory
 #      (gpusort.spill_to_gpu): the rows and order of PostgreSQL's sort, files
-#      for what does not fit, scroll cursors, kill -9 of the process holding
-#      them (an error, no crash); prefix keys (long text, numeric), their
-#      ties put in order as the rows come back, serial and parallel;
+#      for what does not fit, scroll cursors, top-N per group read back,
+#      kill -9 of the process holding them (an error, no crash); prefix
+#      keys (long text, numeric), their ties put in order as the rows come
+#      back, serial and parallel;
 #   4c. a parallel GpuSort's processes append their rows to one rows job
 #      the leader sorts: PostgreSQL's rows and order, no files; files for
 #      what does not fit; rescans;
@@ -350,6 +351,18 @@ done
 cursor="BEGIN; DECLARE c SCROLL CURSOR FOR SELECT id FROM rows_t ORDER BY k, id; MOVE FORWARD 299990 IN c; FETCH BACKWARD 4 FROM c; MOVE ABSOLUTE 7 IN c; FETCH 2 FROM c; COMMIT;"
 check "a scroll cursor reads them either way" \
   "$(psql_q -c "SET gpusort.enabled = off; $cursor" | tr '\n' ' ')" "$(psql_q -c "$spill $cursor" | tr '\n' ' ')"
+# top-N per group (sort_sites.c): the rows read back from the GPU's
+# memory are cut to each group's first rows, alone and merged with files
+# (groups of about three rows: pruning them in memory does not pay)
+topn="SELECT * FROM (SELECT id, k, m, row_number() OVER (PARTITION BY k % 100000 ORDER BY m NULLS FIRST, id) AS n FROM rows_t) s WHERE n <= 2"
+topn_rows() { psql_q -c "$1 SELECT count(*) || ' ' || md5(string_agg(r::text, ',')) FROM ($topn ORDER BY k % 100000, m NULLS FIRST, id) r"; }
+analyze_plan "$spill" "$topn"
+plan_has "top-N per group: every row in the GPU's memory, each group's first 2 read back" \
+  "*Rows Kept per Group: 2*Rows Dropped by Group: *Sort Method: rows in GPU memory*"
+check "and PostgreSQL's rows in PostgreSQL's order" \
+  "$(topn_rows "SET gpusort.enabled = off;")" "$(topn_rows "$spill")"
+check "and merged with files beyond the GPU's room" \
+  "$(topn_rows "SET gpusort.enabled = off;")" "$(topn_rows "$limited")"
 check "no job left when the sorts ended" "0" \
   "$(psql_q -c "SELECT sum(value::int) FROM gpusort_info() WHERE name LIKE 'gpu%_jobs_running'")"
 held=$(printf '%s\n' "$spill" "BEGIN;" "DECLARE c NO SCROLL CURSOR FOR SELECT * FROM rows_t ORDER BY k, id;" \
