@@ -700,9 +700,10 @@ static int	next_plan_node_id;
  * input would become a GpuSort (gpusort_replaces_sort()). The planner's
  * costs cannot decide it: PostgreSQL costs a spilling hashed aggregation
  * well below a Sort of its input, and GpuSort below that Sort, yet on the
- * GPU machine the spilling HashAggregate of a 10M-row DISTINCT took 3x
- * the time of the GpuSort and Unique of DISTINCT ON over the same columns
- * (bench/README.md, "Sort sites"). The Agg keeps its columns,
+ * GPU machine a 10M-row DISTINCT of 10M groups took 0.91x PostgreSQL's
+ * HashAggregate's time at work_mem 4MB and 0.44x at 64MB as a
+ * GroupAggregate over GpuSort (bench/README.md, "Sort sites, measured").
+ * The Agg keeps its columns,
  * target list, quals and costs; only its strategy changes (its rows now
  * come out in group order, which nothing above relied on not being so).
  * This is the one place where GpuSort competes with a plan PostgreSQL
@@ -755,6 +756,9 @@ sorted_agg_over_gpusort(Agg *agg)
 	replacement = gpusort_for_sort(sort, false);
 	if (replacement == NULL)
 		return false;
+	/* EXPLAIN's costs add up below the Agg, which keeps its own */
+	replacement->startup_cost = Min(replacement->startup_cost, agg->plan.startup_cost);
+	replacement->total_cost = replacement->startup_cost;
 	agg->aggstrategy = AGG_SORTED;
 	agg->plan.lefttree = replacement;
 	return true;
