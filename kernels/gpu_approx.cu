@@ -176,15 +176,98 @@ block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t in
 }
 
 /*
+ * The quantile mode's search (gs_quantile_tree_bucket, interval_map.h): the
+ * splitter tree's top levels are staged in shared memory by the kernels
+ * that have room for them (TREE_TOP_BYTES at `top`), the rest read from
+ * global memory. Every key takes the same number of steps, without
+ * branches; the top levels' nodes are consecutive words, so a warp's reads
+ * of one level hit few banks (one bank each for the first five levels).
+ * Before, a binary search in global memory per key and per pass cost
+ * 2.8 ms at 2^26 keys (bench/README.md, quantile mode).
+ */
+static const uint32_t TREE_TOP_BYTES = 8192;
+
+/* levels of the tree that fit in TREE_TOP_BYTES (node 0 unused) */
+template <class K>
+__host__ __device__ constexpr uint32_t
+tree_top_levels_max()
+{
+	return sizeof(K) == 4 ? 11 : 10;
+}
+static_assert((1u << 11) * 4 <= TREE_TOP_BYTES && (1u << 10) * 8 <= TREE_TOP_BYTES,
+			  "the tree's top levels fit");
+
+/*
+ * Copies the tree's top levels to `top` (shared memory, TREE_TOP_BYTES);
+ * returns how many levels it holds, 0 when the map is not the quantile
+ * mode's. The caller synchronises the block before using them.
+ */
+template <class K>
+__device__ __forceinline__ uint32_t
+stage_tree_top(const gs_interval_map &map, K *top)
+{
+	if (!map.quantile)
+		return 0;
+
+	const uint32_t levels = map.tree_levels < tree_top_levels_max<K>() ?
+		map.tree_levels : tree_top_levels_max<K>();
+
+	/* a 32-bit key's splitters fit in 32 bits; the padding UINT64_MAX
+	 * becomes UINT32_MAX, still never below a key */
+	for (uint32_t k = threadIdx.x + 1; k < (1u << levels); k += blockDim.x)
+		top[k] = (K) map.tree[k];
+	return levels;
+}
+
+template <class K>
+__device__ __forceinline__ uint32_t
+tree_bucket(const gs_interval_map &map, const K *top, uint32_t top_levels, K key)
+{
+	uint32_t	k = 1;
+	uint64_t	first_not_below = UINT64_MAX;
+	uint32_t	level = 0;
+
+	for (; level < top_levels; level++)
+	{
+		const K		node = top[k];
+		const bool	right = node < key;
+
+		first_not_below = right ? first_not_below : (uint64_t) node;
+		k = 2 * k + (right ? 1u : 0u);
+	}
+	for (; level < map.tree_levels; level++)
+	{
+		const uint64_t node = __ldg(&map.tree[k]);
+		const bool	right = node < (uint64_t) key;
+
+		first_not_below = right ? first_not_below : node;
+		k = 2 * k + (right ? 1u : 0u);
+	}
+
+	const uint32_t below = k - (1u << map.tree_levels);
+
+	return 2 * below + (below < map.splitter_count && first_not_below == (uint64_t) key ? 1u : 0u);
+}
+
+/*
  * bin[u] = the interval of key[u]. The map's shape is tested once for all
  * the keys, not per key (the compiler cannot know that it is the same for
  * every lane). Keys past the end may be anything: their bins are not used.
+ * The quantile mode's search uses the tree's top levels at `top` where
+ * the kernel staged them (top_levels > 0).
  */
 template <int ITEMS, class K>
 __device__ __forceinline__ void
-intervals_of(const gs_interval_map &map, const K (&key)[ITEMS], uint32_t (&bin)[ITEMS])
+intervals_of(const gs_interval_map &map, const K (&key)[ITEMS], uint32_t (&bin)[ITEMS],
+			 const K *top = nullptr, uint32_t top_levels = 0)
 {
-	if (map.range32 && !map.narrow)
+	if (map.quantile)
+	{
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+			bin[u] = tree_bucket(map, top, top_levels, key[u]);
+	}
+	else if (map.range32 && !map.narrow)
 	{
 #pragma unroll
 		for (int u = 0; u < ITEMS; u++)
@@ -332,6 +415,11 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 	const uint32_t me = blockIdx.x * APPROX_THREADS + threadIdx.x;
 	const uint32_t warp_first = me & ~31u;
 
+	/* the quantile mode's tree top after the histogram (the host gave it
+	 * the room) */
+	K		   *tree_top = reinterpret_cast<K *>(histogram + ((intervals + 3) & ~3u));
+	const uint32_t top_levels = stage_tree_top(map, tree_top);
+
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		histogram[b] = 0;
 	__syncthreads();
@@ -362,7 +450,7 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 		uint32_t	bin[KEYS];
 
 		load(start + step, next_k, next_valid);
-		intervals_of(map, k, bin);
+		intervals_of(map, k, bin, tree_top, top_levels);
 #pragma unroll
 		for (int i = 0; i < KEYS; i++)
 			shared_add<false>(histogram, bin[i], valid[i / PER_VECTOR]);
@@ -380,7 +468,7 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 		K			tail[1] = {i < n ? keys[i] : (K) 0};
 		uint32_t	tail_bin[1];
 
-		intervals_of(map, tail, tail_bin);
+		intervals_of(map, tail, tail_bin, tree_top, top_levels);
 		shared_add<false>(histogram, tail_bin[0], i < n);
 	}
 	__syncthreads();
@@ -434,10 +522,24 @@ quantile_splitters_kernel(const uint64_t *sorted, uint32_t sample_size, uint32_t
 		splitters[j - 1] = sorted[gs_quantile_splitter_position(j, sample_size, intervals)];
 }
 
+/* The splitters as the search tree the kernels use (interval_map.h) */
 __global__ void
-quantile_map_kernel(const uint64_t *splitters, uint32_t count, gs_interval_map *map)
+quantile_tree_kernel(const uint64_t *splitters, uint32_t count, uint32_t levels, uint64_t *tree)
 {
-	*map = gs_interval_map_quantile(splitters, count);
+	for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < (1u << levels);
+		 k += gridDim.x * blockDim.x)
+		tree[k] = k == 0 ? 0 : gs_quantile_tree_node(splitters, count, levels, k);
+}
+
+__global__ void
+quantile_map_kernel(const uint64_t *splitters, uint32_t count, const uint64_t *tree,
+					gs_interval_map *map)
+{
+	gs_interval_map made = gs_interval_map_quantile(splitters, count);
+
+	made.tree = tree;
+	made.tree_levels = gs_quantile_tree_levels(count);
+	*map = made;
 }
 
 /* result->largest = the largest count (zeroed before) */
@@ -460,19 +562,51 @@ largest_count_kernel(const uint32_t *counts, uint32_t entries, ApproxResult *res
 }
 
 /*
+ * The quantile mode's scratch, one allocation: the sample and the sort's
+ * other buffer, the splitters, their search tree (2^levels words, node 0
+ * unused), then the map. Offsets in uint64 words, and the map's in bytes.
+ */
+struct QuantileScratch
+{
+	size_t		sample_alt,
+				splitters,
+				tree,
+				map_bytes,
+				total_bytes;
+};
+
+static QuantileScratch
+quantile_scratch(size_t n, uint32_t intervals)
+{
+	const size_t sample_size = gs_quantile_sample_size(n, intervals);
+	const size_t tree_words = (size_t) 1 << gs_quantile_tree_levels(intervals - 1);
+	QuantileScratch q;
+
+	q.sample_alt = sample_size;
+	q.splitters = 2 * sample_size;
+	q.tree = q.splitters + intervals - 1;
+	q.map_bytes = ((q.tree + tree_words) * sizeof(uint64_t) + 255) & ~(size_t) 255;
+	q.total_bytes = q.map_bytes + sizeof(gs_interval_map);
+	return q;
+}
+
+/*
  * The quantile mode's map, in device memory at *map: the sample drawn,
- * sorted (CUB, through radix_sort_device), the splitters picked. `scratch`
- * holds 2 * sample_size + intervals - 1 uint64 and must outlive the sort
- * (the map points at the splitters in it).
+ * sorted (CUB, through radix_sort_device), the splitters picked, their
+ * search tree built. `scratch` is laid out by quantile_scratch and must
+ * outlive the sort (the map points at the splitters and the tree in it).
  */
 template <class K>
 static gpu_status
 quantile_map_device(Job &job, const K *keys, size_t n, uint32_t intervals, uint64_t seed,
 					uint32_t sample_size, uint64_t *scratch, gs_interval_map *map)
 {
+	const QuantileScratch layout = quantile_scratch(n, intervals);
+	const uint32_t levels = gs_quantile_tree_levels(intervals - 1);
 	uint64_t   *sample = scratch;
-	uint64_t   *sample_alt = scratch + sample_size;
-	uint64_t   *splitters = scratch + 2 * (size_t) sample_size;
+	uint64_t   *sample_alt = scratch + layout.sample_alt;
+	uint64_t   *splitters = scratch + layout.splitters;
+	uint64_t   *tree = scratch + layout.tree;
 	bool		in_alt = false;
 
 	quantile_sample_kernel<K><<<grid_for(sample_size, 256), 256, 0, job.stream()>>>(
@@ -486,7 +620,10 @@ quantile_map_device(Job &job, const K *keys, size_t n, uint32_t intervals, uint6
 			in_alt ? sample_alt : sample, sample_size, intervals, splitters);
 		GS_TRY(job.launched("approximate sort: quantile splitters"));
 	}
-	quantile_map_kernel<<<1, 1, 0, job.stream()>>>(splitters, intervals - 1, map);
+	quantile_tree_kernel<<<grid_for((size_t) 1 << levels, 256, 1024), 256, 0, job.stream()>>>(
+		splitters, intervals - 1, levels, tree);
+	GS_TRY(job.launched("approximate sort: quantile tree"));
+	quantile_map_kernel<<<1, 1, 0, job.stream()>>>(splitters, intervals - 1, tree, map);
 	return job.launched("approximate sort: quantile map");
 }
 
@@ -658,7 +795,7 @@ static const uint32_t NO_DIGIT = 0xffffffffu;
 static_assert(PARTITION_BINS <= 0xffff, "digit and rank share 32 bits");
 
 template <class K, bool WITH_INDEX>
-static size_t
+__host__ __device__ constexpr size_t
 partition_smem_bytes(size_t tile, uint32_t bins)
 {
 	return 2 * bins * sizeof(uint32_t) +
@@ -699,6 +836,10 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	uint32_t   *tile_index = (uint32_t *) (tile_keys + THREADS * ITEMS);
 	uint16_t   *tile_digit = (uint16_t *) (tile_index + (WITH_INDEX ? THREADS * ITEMS : 0));
 	uint64_t   *tile_words = (uint64_t *) tile_keys;	/* WORDS: instead of both */
+	/* the quantile mode's tree top, last (the host gives the room then) */
+	K		   *tree_top = (K *) (partition_smem +
+								  ((partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS) + 15) &
+								   ~(size_t) 15));
 
 	const gs_interval_map map = result->map;
 	const uint32_t cut = (uint32_t) result->cut;
@@ -734,12 +875,15 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 		tile_first_interval = (gs_approx_interval(&map, key[0]) >> shift) << shift;
 	for (uint32_t b = threadIdx.x; b < BINS; b += THREADS)
 		local_count[b] = 0;
+
+	const uint32_t top_levels = stage_tree_top(map, tree_top);
+
 	__syncthreads();
 
 	const uint32_t first_interval = FROM_INPUT ? 0 : tile_first_interval;
 	uint32_t	bins[ITEMS];
 
-	intervals_of(map, key, bins);
+	intervals_of(map, key, bins, tree_top, top_levels);
 #pragma unroll
 	for (int u = 0; u < ITEMS; u++)
 	{
@@ -1004,16 +1148,20 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, 
 static gpu_status
 launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
-				 uint32_t *out_index, uint64_t *pairs, const char *what)
+				 uint32_t *out_index, uint64_t *pairs, bool quantile, const char *what)
 {
 	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS, Shape>;
-	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS);
+	/* the quantile mode's tree top goes last, 16-byte aligned */
+	const size_t tiles_bytes = (partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS) + 15) &
+		~(size_t) 15;
+	const size_t smem = quantile ? tiles_bytes + TREE_TOP_BYTES :
+		partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS);
 	const unsigned blocks = (unsigned) ((n + Shape::TILE - 1) / Shape::TILE);
 	static bool configured = false;	/* per instantiation */
 
 	if (!configured)
 	{
-		GS_TRY(set_shared_limit(job, (const void *) kernel, smem));
+		GS_TRY(set_shared_limit(job, (const void *) kernel, tiles_bytes + TREE_TOP_BYTES));
 		configured = true;
 	}
 	kernel<<<blocks, Shape::THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
@@ -1031,13 +1179,15 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, class Shape>
 static gpu_status
 partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
 			   ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
-			   uint32_t *out_index, uint64_t *pairs, const char *what)
+			   uint32_t *out_index, uint64_t *pairs, bool quantile, const char *what)
 {
 	if (digits <= PARTITION_SMALL_BINS)
 		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS, Shape>(
-			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
+			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs,
+			quantile, what);
 	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, LargeBlocks>(
-		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
+		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, quantile,
+		what);
 }
 
 /*
@@ -1096,7 +1246,7 @@ static gpu_status
 partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t shift,
 				 uint32_t groups, ApproxResult *result, uint32_t *offsets,
 				 uint32_t *group_cursors, const GroupedKeys<K> &grouped, K *out_keys,
-				 uint32_t *out_index, const ApproxTuning &t)
+				 uint32_t *out_index, const ApproxTuning &t, bool quantile)
 {
 	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
 	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
@@ -1104,19 +1254,19 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 	if (shift == 0)
 		return partition_pass<K, true, WITH_INDEX, false, LargeBlocks>(
 			job, intervals, keys, nullptr, n, result, 0, offsets, out_keys, out_index, nullptr,
-			"approximate sort: partition");
+			quantile, "approximate sort: partition");
 	GS_TRY(with_partition_shape(pass_shape(t.first_shape, true, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, true, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, groups, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
-			grouped.index, grouped.pairs, "approximate sort: partition by group");
+			grouped.index, grouped.pairs, quantile, "approximate sort: partition by group");
 	}));
 	GS_TRY(job.progress(n));
 	return with_partition_shape(pass_shape(t.second_shape, false, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, false, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, 4u << shift, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
-			out_index, grouped.pairs, "approximate sort: partition by interval");
+			out_index, grouped.pairs, quantile, "approximate sort: partition by interval");
 	});
 }
 
@@ -1168,7 +1318,7 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK && !count_configured)
 	{
 		status = set_shared_limit(job, (const void *) count_smem_kernel<K>,
-								  APPROX_SMEM_BINS * sizeof(uint32_t));
+								  APPROX_SMEM_BINS * sizeof(uint32_t) + TREE_TOP_BYTES);
 		count_configured = status == GPU_OK;
 	}
 
@@ -1178,7 +1328,11 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 		const bool	in_smem = intervals <= APPROX_SMEM_BINS;
 		const auto	kernel = in_smem ? count_smem_kernel<K> : count_global_kernel<K>;
 
-		kernel<<<grid, APPROX_THREADS, in_smem ? intervals * sizeof(uint32_t) : 0, job.stream()>>>(
+		/* the histogram, then (quantile mode) the tree's top levels */
+		const size_t smem = !in_smem ? 0 : quantile_map == nullptr ? intervals * sizeof(uint32_t) :
+			((intervals + 3) & ~(size_t) 3) * sizeof(uint32_t) + TREE_TOP_BYTES;
+
+		kernel<<<grid, APPROX_THREADS, smem, job.stream()>>>(
 			keys, n, partials, minmax_grid, quantile_map, result, intervals, counts);
 		status = job.launched("approximate sort: count");
 	}
@@ -1227,9 +1381,11 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK && partition)
 		status = out_index != nullptr ?
 			partition_passes<K, true>(job, keys, n, intervals, shift, groups, result, offsets,
-									  group_cursors, grouped, out_keys, out_index, t) :
+									  group_cursors, grouped, out_keys, out_index, t,
+									  quantile_map != nullptr) :
 			partition_passes<K, false>(job, keys, n, intervals, shift, groups, result, offsets,
-									   group_cursors, grouped, out_keys, out_index, t);
+									   group_cursors, grouped, out_keys, out_index, t,
+									   quantile_map != nullptr);
 	else if (status == GPU_OK)
 	{
 		scatter_cursors_kernel<K><<<grid, APPROX_THREADS, 0, job.stream()>>>(
@@ -1276,8 +1432,7 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 	 * buckets */
 	const uint32_t buckets = gs_quantile_buckets(intervals);
 	const uint32_t sample_size = gs_quantile_sample_size(n, intervals);
-	const size_t map_at = ((2 * (size_t) sample_size + intervals - 1) * sizeof(uint64_t) + 255) &
-		~(size_t) 255;
+	const size_t map_at = quantile_scratch(n, intervals).map_bytes;
 	ApproxTuning t = resolve_tuning(tuning, buckets);
 	unsigned char *scratch = nullptr;
 	gs_interval_map *map;
@@ -1317,10 +1472,7 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 size_t
 approx_quantile_bytes(size_t n, uint32_t intervals)
 {
-	size_t		sample_size = gs_quantile_sample_size(n, intervals);
-
-	return (((2 * sample_size + intervals - 1) * sizeof(uint64_t) + 255) & ~(size_t) 255) +
-		sizeof(gs_interval_map);
+	return quantile_scratch(n, intervals).total_bytes;
 }
 
 }								/* namespace gs_gpu */
