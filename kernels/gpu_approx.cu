@@ -250,6 +250,40 @@ tree_bucket(const gs_interval_map &map, const K *top, uint32_t top_levels, K key
 }
 
 /*
+ * The quantile bucket of a key known to lie in group `group` of 2^shift
+ * buckets (shift >= 1; the partition's second pass). The group's buckets
+ * 2i and 2i + 1 have i (the splitters below the key) in
+ * [group 2^(shift-1), (group + 1) 2^(shift-1) - 1]: a binary search over the
+ * 2^(shift-1) - 1 splitters from the first, all below the key before it.
+ * The lanes of a warp mostly share the group: their loads coincide.
+ */
+__device__ __forceinline__ uint32_t
+quantile_bucket_in_group(const gs_interval_map &map, uint32_t group, uint32_t shift, uint64_t key)
+{
+	const uint32_t count = map.splitter_count;
+	uint32_t	below = group << (shift - 1);
+	uint32_t	length = (1u << (shift - 1)) - 1;
+
+	if (below >= count)
+		length = 0;
+	else if (length > count - below)
+		length = count - below;
+	while (length > 0)
+	{
+		uint32_t	half = length / 2;
+
+		if (map.splitters[below + half] < key)
+		{
+			below += half + 1;
+			length -= half + 1;
+		}
+		else
+			length = half;
+	}
+	return 2 * below + (below < count && map.splitters[below] == key ? 1u : 0u);
+}
+
+/*
  * bin[u] = the interval of key[u]. The map's shape is tested once for all
  * the keys, not per key (the compiler cannot know that it is the same for
  * every lane). Keys past the end may be anything: their bins are not used.
@@ -815,7 +849,8 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, 
 __global__ void __launch_bounds__(Shape::THREADS, Shape::MIN_BLOCKS)
 partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 				 const ApproxResult *result, uint32_t shift,
-				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs)
+				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs,
+				 const uint32_t *group_ends)
 {
 	/* 32-bit keys with their index move as one 64-bit word (key low, index
 	 * high): in shared memory always, through the temporary array if PAIRS */
@@ -876,14 +911,41 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	for (uint32_t b = threadIdx.x; b < BINS; b += THREADS)
 		local_count[b] = 0;
 
-	const uint32_t top_levels = stage_tree_top(map, tree_top);
+	/* the second pass finds quantile buckets without the tree (below) */
+	const uint32_t top_levels = FROM_INPUT ? stage_tree_top(map, tree_top) : 0;
 
 	__syncthreads();
 
 	const uint32_t first_interval = FROM_INPUT ? 0 : tile_first_interval;
 	uint32_t	bins[ITEMS];
 
-	intervals_of(map, key, bins, tree_top, top_levels);
+	if (!FROM_INPUT && map.quantile)
+	{
+		/*
+		 * The quantile mode's second pass: a key's group is known from its
+		 * position (the first pass left group g's keys before
+		 * group_ends[g]), so only the few splitters of that group are
+		 * searched, not the whole tree. A thread's positions increase with
+		 * u, and so does its group.
+		 */
+		uint32_t	group = first_interval >> shift;
+
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+		{
+			uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
+
+			bins[u] = 0;
+			if (i < count)
+			{
+				while (group_ends[group] <= i)
+					group++;
+				bins[u] = quantile_bucket_in_group(map, group, shift, key[u]);
+			}
+		}
+	}
+	else
+		intervals_of(map, key, bins, tree_top, top_levels);
 #pragma unroll
 	for (int u = 0; u < ITEMS; u++)
 	{
@@ -1148,7 +1210,8 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, 
 static gpu_status
 launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
-				 uint32_t *out_index, uint64_t *pairs, bool quantile, const char *what)
+				 uint32_t *out_index, uint64_t *pairs, bool quantile,
+				 const uint32_t *group_ends, const char *what)
 {
 	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS, Shape>;
 	/* the quantile mode's tree top goes last, 16-byte aligned */
@@ -1165,7 +1228,8 @@ launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 		configured = true;
 	}
 	kernel<<<blocks, Shape::THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
-														   cursors, out_keys, out_index, pairs);
+														   cursors, out_keys, out_index, pairs,
+														   group_ends);
 	return job.launched(what);
 }
 
@@ -1179,15 +1243,16 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, class Shape>
 static gpu_status
 partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
 			   ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
-			   uint32_t *out_index, uint64_t *pairs, bool quantile, const char *what)
+			   uint32_t *out_index, uint64_t *pairs, bool quantile, const uint32_t *group_ends,
+			   const char *what)
 {
 	if (digits <= PARTITION_SMALL_BINS)
 		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS, Shape>(
 			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs,
-			quantile, what);
+			quantile, group_ends, what);
 	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, LargeBlocks>(
 		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, quantile,
-		what);
+		group_ends, what);
 }
 
 /*
@@ -1254,19 +1319,21 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 	if (shift == 0)
 		return partition_pass<K, true, WITH_INDEX, false, LargeBlocks>(
 			job, intervals, keys, nullptr, n, result, 0, offsets, out_keys, out_index, nullptr,
-			quantile, "approximate sort: partition");
+			quantile, nullptr, "approximate sort: partition");
 	GS_TRY(with_partition_shape(pass_shape(t.first_shape, true, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, true, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, groups, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
-			grouped.index, grouped.pairs, quantile, "approximate sort: partition by group");
+			grouped.index, grouped.pairs, quantile, nullptr,
+			"approximate sort: partition by group");
 	}));
 	GS_TRY(job.progress(n));
 	return with_partition_shape(pass_shape(t.second_shape, false, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, false, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, 4u << shift, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
-			out_index, grouped.pairs, quantile, "approximate sort: partition by interval");
+			out_index, grouped.pairs, false, group_cursors,
+			"approximate sort: partition by interval");
 	});
 }
 
