@@ -435,7 +435,7 @@ template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS, APPROX_BLOCKS_PER_SM)
 count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
 				  const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
-				  uint32_t *counts)
+				  uint32_t *counts, uint8_t *group_bytes, uint32_t group_shift)
 {
 	typedef typename KeyVector<K>::type Vector;
 	constexpr int PER_VECTOR = KeyVector<K>::keys;
@@ -485,6 +485,27 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 
 		load(start + step, next_k, next_valid);
 		intervals_of(map, k, bin, tree_top, top_levels);
+		if (group_bytes != nullptr)
+		{
+			/* the quantile mode keeps each key's group for the partition's
+			 * first pass: one byte a key instead of a second search */
+#pragma unroll
+			for (int u = 0; u < APPROX_COUNT_VECTORS; u++)
+			{
+				uint32_t	v = start + u * threads + me;
+				uint32_t	word = 0;
+
+#pragma unroll
+				for (int j = 0; j < PER_VECTOR; j++)
+					word |= (bin[u * PER_VECTOR + j] >> group_shift) << (8 * j);
+				if (!valid[u])
+					continue;
+				if (PER_VECTOR == 4)
+					reinterpret_cast<uint32_t *>(group_bytes)[v] = word;
+				else
+					reinterpret_cast<uint16_t *>(group_bytes)[v] = (uint16_t) word;
+			}
+		}
 #pragma unroll
 		for (int i = 0; i < KEYS; i++)
 			shared_add<false>(histogram, bin[i], valid[i / PER_VECTOR]);
@@ -503,6 +524,8 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 		uint32_t	tail_bin[1];
 
 		intervals_of(map, tail, tail_bin, tree_top, top_levels);
+		if (group_bytes != nullptr && i < n)
+			group_bytes[i] = (uint8_t) (tail_bin[0] >> group_shift);
 		shared_add<false>(histogram, tail_bin[0], i < n);
 	}
 	__syncthreads();
@@ -516,7 +539,7 @@ template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 count_global_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
 					const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
-					uint32_t *counts)
+					uint32_t *counts, uint8_t *, uint32_t)
 {
 	const gs_interval_map map = block_interval_map(partials, partial_count, intervals,
 												   quantile_map, result);
@@ -606,6 +629,7 @@ struct QuantileScratch
 				splitters,
 				tree,
 				map_bytes,
+				groups_bytes,	/* n bytes: each key's group (approx_typed) */
 				total_bytes;
 };
 
@@ -620,7 +644,8 @@ quantile_scratch(size_t n, uint32_t intervals)
 	q.splitters = 2 * sample_size;
 	q.tree = q.splitters + intervals - 1;
 	q.map_bytes = ((q.tree + tree_words) * sizeof(uint64_t) + 255) & ~(size_t) 255;
-	q.total_bytes = q.map_bytes + sizeof(gs_interval_map);
+	q.groups_bytes = (q.map_bytes + sizeof(gs_interval_map) + 255) & ~(size_t) 255;
+	q.total_bytes = q.groups_bytes + n;
 	return q;
 }
 
@@ -850,7 +875,7 @@ __global__ void __launch_bounds__(Shape::THREADS, Shape::MIN_BLOCKS)
 partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 				 const ApproxResult *result, uint32_t shift,
 				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs,
-				 const uint32_t *group_ends)
+				 const uint32_t *group_ends, const uint8_t *in_groups)
 {
 	/* 32-bit keys with their index move as one 64-bit word (key low, index
 	 * high): in shared memory always, through the temporary array if PAIRS */
@@ -911,15 +936,37 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	for (uint32_t b = threadIdx.x; b < BINS; b += THREADS)
 		local_count[b] = 0;
 
-	/* the second pass finds quantile buckets without the tree (below) */
-	const uint32_t top_levels = FROM_INPUT ? stage_tree_top(map, tree_top) : 0;
+	/* the second pass, and the first given the groups, find quantile
+	 * buckets without the tree (below) */
+	const uint32_t top_levels = FROM_INPUT && in_groups == nullptr ?
+		stage_tree_top(map, tree_top) : 0;
 
 	__syncthreads();
 
 	const uint32_t first_interval = FROM_INPUT ? 0 : tile_first_interval;
 	uint32_t	bins[ITEMS];
 
-	if (!FROM_INPUT && map.quantile)
+	if (FROM_INPUT && in_groups != nullptr)
+	{
+		/*
+		 * The quantile mode's first pass, given each key's group by the
+		 * count: the digit is the group. Only the cut's group needs the
+		 * bucket itself (which of its keys are kept); any other key gets
+		 * its group's first bucket, on the same side of the cut.
+		 */
+		const uint32_t cut_group = cut >> shift;
+
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+		{
+			uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
+			uint32_t	group = i < count ? in_groups[i] : 0;
+
+			bins[u] = group == cut_group ?
+				quantile_bucket_in_group(map, group, shift, key[u]) : group << shift;
+		}
+	}
+	else if (!FROM_INPUT && map.quantile)
 	{
 		/*
 		 * The quantile mode's second pass: a key's group is known from its
@@ -1211,7 +1258,7 @@ static gpu_status
 launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
 				 uint32_t *out_index, uint64_t *pairs, bool quantile,
-				 const uint32_t *group_ends, const char *what)
+				 const uint32_t *group_ends, const uint8_t *in_groups, const char *what)
 {
 	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS, Shape>;
 	/* the quantile mode's tree top goes last, 16-byte aligned */
@@ -1229,7 +1276,7 @@ launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 	}
 	kernel<<<blocks, Shape::THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
 														   cursors, out_keys, out_index, pairs,
-														   group_ends);
+														   group_ends, in_groups);
 	return job.launched(what);
 }
 
@@ -1244,15 +1291,15 @@ static gpu_status
 partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
 			   ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
 			   uint32_t *out_index, uint64_t *pairs, bool quantile, const uint32_t *group_ends,
-			   const char *what)
+			   const uint8_t *in_groups, const char *what)
 {
 	if (digits <= PARTITION_SMALL_BINS)
 		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS, Shape>(
 			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs,
-			quantile, group_ends, what);
+			quantile, group_ends, in_groups, what);
 	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, LargeBlocks>(
 		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, quantile,
-		group_ends, what);
+		group_ends, in_groups, what);
 }
 
 /*
@@ -1311,7 +1358,8 @@ static gpu_status
 partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t shift,
 				 uint32_t groups, ApproxResult *result, uint32_t *offsets,
 				 uint32_t *group_cursors, const GroupedKeys<K> &grouped, K *out_keys,
-				 uint32_t *out_index, const ApproxTuning &t, bool quantile)
+				 uint32_t *out_index, const ApproxTuning &t, bool quantile,
+				 const uint8_t *in_groups)
 {
 	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
 	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
@@ -1319,12 +1367,13 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 	if (shift == 0)
 		return partition_pass<K, true, WITH_INDEX, false, LargeBlocks>(
 			job, intervals, keys, nullptr, n, result, 0, offsets, out_keys, out_index, nullptr,
-			quantile, nullptr, "approximate sort: partition");
+			quantile, nullptr, nullptr, "approximate sort: partition");
 	GS_TRY(with_partition_shape(pass_shape(t.first_shape, true, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, true, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, groups, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
-			grouped.index, grouped.pairs, quantile, nullptr,
+			grouped.index, grouped.pairs,
+			quantile && in_groups == nullptr, nullptr, in_groups,
 			"approximate sort: partition by group");
 	}));
 	GS_TRY(job.progress(n));
@@ -1332,7 +1381,7 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 								[&](auto shape) {
 		return partition_pass<K, false, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, 4u << shift, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
-			out_index, grouped.pairs, false, group_cursors,
+			out_index, grouped.pairs, false, group_cursors, nullptr,
 			"approximate sort: partition by interval");
 	});
 }
@@ -1341,7 +1390,7 @@ template <class K>
 static gpu_status
 approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit, K *out_keys,
 			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t,
-			 const gs_interval_map *quantile_map)
+			 const gs_interval_map *quantile_map, uint8_t *group_bytes)
 {
 	const size_t entries = (size_t) intervals + 1;	/* the last: the total */
 	const bool	partition = t.scatter == APPROX_SCATTER_PARTITION;
@@ -1353,6 +1402,11 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	ApproxLayout layout;
 	unsigned char *temp = nullptr;
 	static bool count_configured = false;	/* per key type, for the most bins */
+	/* the quantile mode: each key's group (a byte) kept by the count for
+	 * the partition's first pass, where the groups fit in a byte and the
+	 * count is the shared-memory one */
+	uint8_t    *kept_groups = quantile_map != nullptr && group_bytes != nullptr && partition &&
+		shift > 0 && groups <= 256 && intervals <= APPROX_SMEM_BINS ? group_bytes : nullptr;
 	gpu_status	status;
 
 	approx_layout(n, sizeof(K), intervals, out_index != nullptr, t, &layout);
@@ -1400,7 +1454,8 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 			((intervals + 3) & ~(size_t) 3) * sizeof(uint32_t) + TREE_TOP_BYTES;
 
 		kernel<<<grid, APPROX_THREADS, smem, job.stream()>>>(
-			keys, n, partials, minmax_grid, quantile_map, result, intervals, counts);
+			keys, n, partials, minmax_grid, quantile_map, result, intervals, counts,
+			in_smem ? kept_groups : nullptr, shift);
 		status = job.launched("approximate sort: count");
 	}
 	/* the quantile mode's fullest bucket (EXPLAIN ANALYZE shows it) */
@@ -1449,10 +1504,10 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 		status = out_index != nullptr ?
 			partition_passes<K, true>(job, keys, n, intervals, shift, groups, result, offsets,
 									  group_cursors, grouped, out_keys, out_index, t,
-									  quantile_map != nullptr) :
+									  quantile_map != nullptr, kept_groups) :
 			partition_passes<K, false>(job, keys, n, intervals, shift, groups, result, offsets,
 									   group_cursors, grouped, out_keys, out_index, t,
-									   quantile_map != nullptr);
+									   quantile_map != nullptr, kept_groups);
 	else if (status == GPU_OK)
 	{
 		scatter_cursors_kernel<K><<<grid, APPROX_THREADS, 0, job.stream()>>>(
@@ -1490,9 +1545,11 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 
 		if (key_bytes == 4)
 			return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,
-								static_cast<uint32_t *>(out_keys), out_index, result, t, nullptr);
+								static_cast<uint32_t *>(out_keys), out_index, result, t, nullptr,
+								nullptr);
 		return approx_typed(job, static_cast<const uint64_t *>(keys), n, intervals, limit,
-							static_cast<uint64_t *>(out_keys), out_index, result, t, nullptr);
+							static_cast<uint64_t *>(out_keys), out_index, result, t, nullptr,
+							nullptr);
 	}
 
 	/* the quantile mode: its map first, then the same pipeline over its
@@ -1500,6 +1557,7 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 	const uint32_t buckets = gs_quantile_buckets(intervals);
 	const uint32_t sample_size = gs_quantile_sample_size(n, intervals);
 	const size_t map_at = quantile_scratch(n, intervals).map_bytes;
+	const size_t groups_at = quantile_scratch(n, intervals).groups_bytes;
 	ApproxTuning t = resolve_tuning(tuning, buckets);
 	unsigned char *scratch = nullptr;
 	gs_interval_map *map;
@@ -1520,7 +1578,8 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 									 reinterpret_cast<uint64_t *>(scratch), map);
 		if (status == GPU_OK)
 			status = approx_typed(job, static_cast<const uint32_t *>(keys), n, buckets, limit,
-								  static_cast<uint32_t *>(out_keys), out_index, result, t, map);
+								  static_cast<uint32_t *>(out_keys), out_index, result, t, map,
+								  scratch + groups_at);
 	}
 	else
 	{
@@ -1529,7 +1588,8 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 									 reinterpret_cast<uint64_t *>(scratch), map);
 		if (status == GPU_OK)
 			status = approx_typed(job, static_cast<const uint64_t *>(keys), n, buckets, limit,
-								  static_cast<uint64_t *>(out_keys), out_index, result, t, map);
+								  static_cast<uint64_t *>(out_keys), out_index, result, t, map,
+								  scratch + groups_at);
 	}
 	/* freed in stream order: the kernels that read the splitters run first */
 	job.release(scratch);
