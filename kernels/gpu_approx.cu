@@ -166,8 +166,12 @@ block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t in
 			gs_interval_map_make(low, high, intervals);
 		if (blockIdx.x == 0)
 		{
-			result->min_key = low;
-			result->max_key = high;
+			/* without partials the count folds min/max in itself */
+			if (partial_count > 0)
+			{
+				result->min_key = low;
+				result->max_key = high;
+			}
 			result->map = shared_map;
 		}
 	}
@@ -431,12 +435,19 @@ shared_add(uint32_t *counters, uint32_t bin, bool active)
  * the loop runs while any lane of the warp has work, so that shared_add
  * sees the whole warp.
  */
-template <class K>
+template <class K, bool FOLD_MINMAX>
 __global__ void __launch_bounds__(APPROX_THREADS, APPROX_BLOCKS_PER_SM)
 count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
 				  const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
 				  uint32_t *counts, uint8_t *group_bytes, uint32_t group_shift)
 {
+	/* FOLD_MINMAX (the quantile mode, no partials): this kernel finds min
+	 * and max (a template parameter: the width mode's count keeps its
+	 * registers) */
+	const bool	fold_minmax = FOLD_MINMAX;
+	K			low = (K) ~(K) 0,
+				high = 0;
+
 	typedef typename KeyVector<K>::type Vector;
 	constexpr int PER_VECTOR = KeyVector<K>::keys;
 	constexpr int KEYS = APPROX_COUNT_VECTORS * PER_VECTOR;
@@ -509,6 +520,16 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 #pragma unroll
 		for (int i = 0; i < KEYS; i++)
 			shared_add<false>(histogram, bin[i], valid[i / PER_VECTOR]);
+		if (fold_minmax)
+		{
+#pragma unroll
+			for (int i = 0; i < KEYS; i++)
+				if (valid[i / PER_VECTOR])
+				{
+					low = k[i] < low ? k[i] : low;
+					high = k[i] > high ? k[i] : high;
+				}
+		}
 #pragma unroll
 		for (int i = 0; i < KEYS; i++)
 			k[i] = next_k[i];
@@ -527,6 +548,31 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 		if (group_bytes != nullptr && i < n)
 			group_bytes[i] = (uint8_t) (tail_bin[0] >> group_shift);
 		shared_add<false>(histogram, tail_bin[0], i < n);
+		if (fold_minmax && i < n)
+		{
+			low = tail[0] < low ? tail[0] : low;
+			high = tail[0] > high ? tail[0] : high;
+		}
+	}
+	if (fold_minmax)
+	{
+		/* per warp, then one atomic each (the host set min to all ones and
+		 * max to 0 before) */
+		for (int offset = 16; offset > 0; offset /= 2)
+		{
+			K			other_low = __shfl_down_sync(0xffffffffu, low, offset);
+			K			other_high = __shfl_down_sync(0xffffffffu, high, offset);
+
+			low = other_low < low ? other_low : low;
+			high = other_high > high ? other_high : high;
+		}
+		if ((threadIdx.x & 31) == 0)
+		{
+			atomicMin(reinterpret_cast<unsigned long long *>(&result->min_key),
+					  (unsigned long long) low);
+			atomicMax(reinterpret_cast<unsigned long long *>(&result->max_key),
+					  (unsigned long long) high);
+		}
 	}
 	__syncthreads();
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
@@ -1431,15 +1477,36 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	}
 
 	/* 1. per-block min and max (and the counts zeroed), launched first: the
-	 * host work below overlaps it */
-	minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
-		keys, n, partials, counts, entries);
-	status = job.launched("approximate sort: min/max");
+	 * host work below overlaps it. The quantile mode's map needs no min and
+	 * max; its count finds them on the way (one read of the keys less),
+	 * from a start of all ones and 0. */
+	const bool	fold_minmax = quantile_map != nullptr && intervals <= APPROX_SMEM_BINS;
+
+	if (fold_minmax)
+	{
+		status = job.check(cudaMemsetAsync(counts, 0, entries * sizeof(uint32_t), job.stream()),
+						   "cudaMemsetAsync (counts)");
+		if (status == GPU_OK)
+			status = job.check(cudaMemsetAsync(&result->min_key, 0xff, sizeof(result->min_key),
+											   job.stream()), "cudaMemsetAsync (min)");
+		if (status == GPU_OK)
+			status = job.check(cudaMemsetAsync(&result->max_key, 0, sizeof(result->max_key),
+											   job.stream()), "cudaMemsetAsync (max)");
+	}
+	else
+	{
+		minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
+			keys, n, partials, counts, entries);
+		status = job.launched("approximate sort: min/max");
+	}
 
 	if (status == GPU_OK && !count_configured)
 	{
-		status = set_shared_limit(job, (const void *) count_smem_kernel<K>,
+		status = set_shared_limit(job, (const void *) count_smem_kernel<K, false>,
 								  APPROX_SMEM_BINS * sizeof(uint32_t) + TREE_TOP_BYTES);
+		if (status == GPU_OK)
+			status = set_shared_limit(job, (const void *) count_smem_kernel<K, true>,
+									  APPROX_SMEM_BINS * sizeof(uint32_t) + TREE_TOP_BYTES);
 		count_configured = status == GPU_OK;
 	}
 
@@ -1447,14 +1514,15 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK)
 	{
 		const bool	in_smem = intervals <= APPROX_SMEM_BINS;
-		const auto	kernel = in_smem ? count_smem_kernel<K> : count_global_kernel<K>;
+		const auto	kernel = !in_smem ? count_global_kernel<K> :
+			fold_minmax ? count_smem_kernel<K, true> : count_smem_kernel<K, false>;
 
 		/* the histogram, then (quantile mode) the tree's top levels */
 		const size_t smem = !in_smem ? 0 : quantile_map == nullptr ? intervals * sizeof(uint32_t) :
 			((intervals + 3) & ~(size_t) 3) * sizeof(uint32_t) + TREE_TOP_BYTES;
 
 		kernel<<<grid, APPROX_THREADS, smem, job.stream()>>>(
-			keys, n, partials, minmax_grid, quantile_map, result, intervals, counts,
+			keys, n, partials, fold_minmax ? 0 : minmax_grid, quantile_map, result, intervals, counts,
 			in_smem ? kept_groups : nullptr, shift);
 		status = job.launched("approximate sort: count");
 	}
