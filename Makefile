@@ -41,7 +41,7 @@ GPUD = service/gpusort-gpud
 
 REGRESS = setup array_sort array_functions order_by order_by_types order_by_text order_by_icu \
 	order_by_operators order_by_limits sort_sites \
-	order_by_cursor order_by_explain order_by_parallel approximate errors upgrade
+	order_by_cursor order_by_explain order_by_parallel approximate approximate_floats errors upgrade
 ISOLATION = skip_locked epq_table_pages
 # UTF-8 whatever the server's locale: order_by_icu needs it (ICU keys)
 REGRESS_OPTS = --encoding=UTF8

@@ -27,7 +27,9 @@
 #                                     # ORDER BY ... LIMIT opt-in against the
 #                                     # exact GpuSort at QUANTILE_ROWS (10M);
 #                                     # CSVs and logs to $OUT; QUANTILE_STEPS
-#                                     # (default "kernels quality limit")
+#                                     # (default "kernels quality limit"),
+#                                     # QUANTILE_LOGS the kernels' sizes
+#                                     # (default "24 26")
 #                                     # picks some (100M: QUANTILE_STEPS=quality
 #                                     # QUANTILE_SIZES=100000000 QUANTILE_REPS=1)
 #
@@ -140,7 +142,7 @@ case "$mode" in
   quantile)
     steps=" ${QUANTILE_STEPS:-kernels quality limit} "
     # 1. the kernels on device-resident keys: CUB / quantile per size
-    [[ $steps == *" kernels "* ]] && for log in 24 26; do
+    [[ $steps == *" kernels "* ]] && for log in ${QUANTILE_LOGS:-24 26}; do
       bench/bench_kernels --csv "$OUT/quantile_kernels_2e$log.csv" --quantile \
         --min-log $log --max-log $log > "$OUT/quantile_kernels_2e$log.log" 2>&1
       grep -E "CUB / quantile|WRONG" "$OUT/quantile_kernels_2e$log.log"

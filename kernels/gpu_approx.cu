@@ -166,8 +166,12 @@ block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t in
 			gs_interval_map_make(low, high, intervals);
 		if (blockIdx.x == 0)
 		{
-			result->min_key = low;
-			result->max_key = high;
+			/* without partials the count folds min/max in itself */
+			if (partial_count > 0)
+			{
+				result->min_key = low;
+				result->max_key = high;
+			}
 			result->map = shared_map;
 		}
 	}
@@ -176,15 +180,132 @@ block_interval_map(const uint64_t *partials, unsigned partial_count, uint32_t in
 }
 
 /*
+ * The quantile mode's search (gs_quantile_tree_bucket, interval_map.h): the
+ * splitter tree's top levels are staged in shared memory by the kernels
+ * that have room for them (TREE_TOP_BYTES at `top`), the rest read from
+ * global memory. Every key takes the same number of steps, without
+ * branches; the top levels' nodes are consecutive words, so a warp's reads
+ * of one level hit few banks (one bank each for the first five levels).
+ * Before, a binary search in global memory per key and per pass cost
+ * 2.8 ms at 2^26 keys (bench/README.md, quantile mode).
+ */
+static const uint32_t TREE_TOP_BYTES = 8192;
+
+/* levels of the tree that fit in TREE_TOP_BYTES (node 0 unused) */
+template <class K>
+__host__ __device__ constexpr uint32_t
+tree_top_levels_max()
+{
+	return sizeof(K) == 4 ? 11 : 10;
+}
+static_assert((1u << 11) * 4 <= TREE_TOP_BYTES && (1u << 10) * 8 <= TREE_TOP_BYTES,
+			  "the tree's top levels fit");
+
+/*
+ * Copies the tree's top levels to `top` (shared memory, TREE_TOP_BYTES);
+ * returns how many levels it holds, 0 when the map is not the quantile
+ * mode's. The caller synchronises the block before using them.
+ */
+template <class K>
+__device__ __forceinline__ uint32_t
+stage_tree_top(const gs_interval_map &map, K *top)
+{
+	if (!map.quantile)
+		return 0;
+
+	const uint32_t levels = map.tree_levels < tree_top_levels_max<K>() ?
+		map.tree_levels : tree_top_levels_max<K>();
+
+	/* a 32-bit key's splitters fit in 32 bits; the padding UINT64_MAX
+	 * becomes UINT32_MAX, still never below a key */
+	for (uint32_t k = threadIdx.x + 1; k < (1u << levels); k += blockDim.x)
+		top[k] = (K) map.tree[k];
+	return levels;
+}
+
+template <class K>
+__device__ __forceinline__ uint32_t
+tree_bucket(const gs_interval_map &map, const K *top, uint32_t top_levels, K key)
+{
+	uint32_t	k = 1;
+	uint64_t	first_not_below = UINT64_MAX;
+	uint32_t	level = 0;
+
+	for (; level < top_levels; level++)
+	{
+		const K		node = top[k];
+		const bool	right = node < key;
+
+		first_not_below = right ? first_not_below : (uint64_t) node;
+		k = 2 * k + (right ? 1u : 0u);
+	}
+	for (; level < map.tree_levels; level++)
+	{
+		const uint64_t node = __ldg(&map.tree[k]);
+		const bool	right = node < (uint64_t) key;
+
+		first_not_below = right ? first_not_below : node;
+		k = 2 * k + (right ? 1u : 0u);
+	}
+
+	const uint32_t below = k - (1u << map.tree_levels);
+
+	return 2 * below + (below < map.splitter_count && first_not_below == (uint64_t) key ? 1u : 0u);
+}
+
+/*
+ * The quantile bucket of a key known to lie in group `group` of 2^shift
+ * buckets (shift >= 1; the partition's second pass). The group's buckets
+ * 2i and 2i + 1 have i (the splitters below the key) in
+ * [group 2^(shift-1), (group + 1) 2^(shift-1) - 1]: a binary search over the
+ * 2^(shift-1) - 1 splitters from the first, all below the key before it.
+ * The lanes of a warp mostly share the group: their loads coincide.
+ */
+__device__ __forceinline__ uint32_t
+quantile_bucket_in_group(const gs_interval_map &map, uint32_t group, uint32_t shift, uint64_t key)
+{
+	const uint32_t count = map.splitter_count;
+	uint32_t	below = group << (shift - 1);
+	uint32_t	length = (1u << (shift - 1)) - 1;
+
+	if (below >= count)
+		length = 0;
+	else if (length > count - below)
+		length = count - below;
+	while (length > 0)
+	{
+		uint32_t	half = length / 2;
+
+		if (map.splitters[below + half] < key)
+		{
+			below += half + 1;
+			length -= half + 1;
+		}
+		else
+			length = half;
+	}
+	return 2 * below + (below < count && map.splitters[below] == key ? 1u : 0u);
+}
+
+/*
  * bin[u] = the interval of key[u]. The map's shape is tested once for all
  * the keys, not per key (the compiler cannot know that it is the same for
  * every lane). Keys past the end may be anything: their bins are not used.
+ * The quantile mode's search uses the tree's top levels at `top` where
+ * the kernel staged them (top_levels > 0).
  */
 template <int ITEMS, class K>
 __device__ __forceinline__ void
-intervals_of(const gs_interval_map &map, const K (&key)[ITEMS], uint32_t (&bin)[ITEMS])
+intervals_of(const gs_interval_map &map, const K (&key)[ITEMS], uint32_t (&bin)[ITEMS],
+			 const K *top = nullptr, uint32_t top_levels = 0)
 {
-	if (map.range32 && !map.narrow)
+	if (map.quantile)
+	{
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+			bin[u] = tree_bucket(map, top, top_levels, key[u]);
+	}
+	else if (map.range32 && !map.narrow)
 	{
 #pragma unroll
 		for (int u = 0; u < ITEMS; u++)
@@ -314,12 +435,19 @@ shared_add(uint32_t *counters, uint32_t bin, bool active)
  * the loop runs while any lane of the warp has work, so that shared_add
  * sees the whole warp.
  */
-template <class K>
+template <class K, bool FOLD_MINMAX>
 __global__ void __launch_bounds__(APPROX_THREADS, APPROX_BLOCKS_PER_SM)
 count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
 				  const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
-				  uint32_t *counts)
+				  uint32_t *counts, uint8_t *group_bytes, uint32_t group_shift)
 {
+	/* FOLD_MINMAX (the quantile mode, no partials): this kernel finds min
+	 * and max (a template parameter: the width mode's count keeps its
+	 * registers) */
+	const bool	fold_minmax = FOLD_MINMAX;
+	K			low = (K) ~(K) 0,
+				high = 0;
+
 	typedef typename KeyVector<K>::type Vector;
 	constexpr int PER_VECTOR = KeyVector<K>::keys;
 	constexpr int KEYS = APPROX_COUNT_VECTORS * PER_VECTOR;
@@ -331,6 +459,11 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 	const uint32_t threads = gridDim.x * APPROX_THREADS;
 	const uint32_t me = blockIdx.x * APPROX_THREADS + threadIdx.x;
 	const uint32_t warp_first = me & ~31u;
+
+	/* the quantile mode's tree top after the histogram (the host gave it
+	 * the room) */
+	K		   *tree_top = reinterpret_cast<K *>(histogram + ((intervals + 3) & ~3u));
+	const uint32_t top_levels = stage_tree_top(map, tree_top);
 
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
 		histogram[b] = 0;
@@ -362,10 +495,41 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 		uint32_t	bin[KEYS];
 
 		load(start + step, next_k, next_valid);
-		intervals_of(map, k, bin);
+		intervals_of(map, k, bin, tree_top, top_levels);
+		if (group_bytes != nullptr)
+		{
+			/* the quantile mode keeps each key's group for the partition's
+			 * first pass: one byte a key instead of a second search */
+#pragma unroll
+			for (int u = 0; u < APPROX_COUNT_VECTORS; u++)
+			{
+				uint32_t	v = start + u * threads + me;
+				uint32_t	word = 0;
+
+#pragma unroll
+				for (int j = 0; j < PER_VECTOR; j++)
+					word |= (bin[u * PER_VECTOR + j] >> group_shift) << (8 * j);
+				if (!valid[u])
+					continue;
+				if (PER_VECTOR == 4)
+					reinterpret_cast<uint32_t *>(group_bytes)[v] = word;
+				else
+					reinterpret_cast<uint16_t *>(group_bytes)[v] = (uint16_t) word;
+			}
+		}
 #pragma unroll
 		for (int i = 0; i < KEYS; i++)
 			shared_add<false>(histogram, bin[i], valid[i / PER_VECTOR]);
+		if (fold_minmax)
+		{
+#pragma unroll
+			for (int i = 0; i < KEYS; i++)
+				if (valid[i / PER_VECTOR])
+				{
+					low = k[i] < low ? k[i] : low;
+					high = k[i] > high ? k[i] : high;
+				}
+		}
 #pragma unroll
 		for (int i = 0; i < KEYS; i++)
 			k[i] = next_k[i];
@@ -380,8 +544,35 @@ count_smem_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned pa
 		K			tail[1] = {i < n ? keys[i] : (K) 0};
 		uint32_t	tail_bin[1];
 
-		intervals_of(map, tail, tail_bin);
+		intervals_of(map, tail, tail_bin, tree_top, top_levels);
+		if (group_bytes != nullptr && i < n)
+			group_bytes[i] = (uint8_t) (tail_bin[0] >> group_shift);
 		shared_add<false>(histogram, tail_bin[0], i < n);
+		if (fold_minmax && i < n)
+		{
+			low = tail[0] < low ? tail[0] : low;
+			high = tail[0] > high ? tail[0] : high;
+		}
+	}
+	if (fold_minmax)
+	{
+		/* per warp, then one atomic each (the host set min to all ones and
+		 * max to 0 before) */
+		for (int offset = 16; offset > 0; offset /= 2)
+		{
+			K			other_low = __shfl_down_sync(0xffffffffu, low, offset);
+			K			other_high = __shfl_down_sync(0xffffffffu, high, offset);
+
+			low = other_low < low ? other_low : low;
+			high = other_high > high ? other_high : high;
+		}
+		if ((threadIdx.x & 31) == 0)
+		{
+			atomicMin(reinterpret_cast<unsigned long long *>(&result->min_key),
+					  (unsigned long long) low);
+			atomicMax(reinterpret_cast<unsigned long long *>(&result->max_key),
+					  (unsigned long long) high);
+		}
 	}
 	__syncthreads();
 	for (uint32_t b = threadIdx.x; b < intervals; b += APPROX_THREADS)
@@ -394,7 +585,7 @@ template <class K>
 __global__ void __launch_bounds__(APPROX_THREADS)
 count_global_kernel(const K *keys, size_t n, const uint64_t *partials, unsigned partial_count,
 					const gs_interval_map *quantile_map, ApproxResult *result, uint32_t intervals,
-					uint32_t *counts)
+					uint32_t *counts, uint8_t *, uint32_t)
 {
 	const gs_interval_map map = block_interval_map(partials, partial_count, intervals,
 												   quantile_map, result);
@@ -434,10 +625,24 @@ quantile_splitters_kernel(const uint64_t *sorted, uint32_t sample_size, uint32_t
 		splitters[j - 1] = sorted[gs_quantile_splitter_position(j, sample_size, intervals)];
 }
 
+/* The splitters as the search tree the kernels use (interval_map.h) */
 __global__ void
-quantile_map_kernel(const uint64_t *splitters, uint32_t count, gs_interval_map *map)
+quantile_tree_kernel(const uint64_t *splitters, uint32_t count, uint32_t levels, uint64_t *tree)
 {
-	*map = gs_interval_map_quantile(splitters, count);
+	for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < (1u << levels);
+		 k += gridDim.x * blockDim.x)
+		tree[k] = k == 0 ? 0 : gs_quantile_tree_node(splitters, count, levels, k);
+}
+
+__global__ void
+quantile_map_kernel(const uint64_t *splitters, uint32_t count, const uint64_t *tree,
+					gs_interval_map *map)
+{
+	gs_interval_map made = gs_interval_map_quantile(splitters, count);
+
+	made.tree = tree;
+	made.tree_levels = gs_quantile_tree_levels(count);
+	*map = made;
 }
 
 /* result->largest = the largest count (zeroed before) */
@@ -460,19 +665,53 @@ largest_count_kernel(const uint32_t *counts, uint32_t entries, ApproxResult *res
 }
 
 /*
+ * The quantile mode's scratch, one allocation: the sample and the sort's
+ * other buffer, the splitters, their search tree (2^levels words, node 0
+ * unused), then the map. Offsets in uint64 words, and the map's in bytes.
+ */
+struct QuantileScratch
+{
+	size_t		sample_alt,
+				splitters,
+				tree,
+				map_bytes,
+				groups_bytes,	/* n bytes: each key's group (approx_typed) */
+				total_bytes;
+};
+
+static QuantileScratch
+quantile_scratch(size_t n, uint32_t intervals)
+{
+	const size_t sample_size = gs_quantile_sample_size(n, intervals);
+	const size_t tree_words = (size_t) 1 << gs_quantile_tree_levels(intervals - 1);
+	QuantileScratch q;
+
+	q.sample_alt = sample_size;
+	q.splitters = 2 * sample_size;
+	q.tree = q.splitters + intervals - 1;
+	q.map_bytes = ((q.tree + tree_words) * sizeof(uint64_t) + 255) & ~(size_t) 255;
+	q.groups_bytes = (q.map_bytes + sizeof(gs_interval_map) + 255) & ~(size_t) 255;
+	q.total_bytes = q.groups_bytes + n;
+	return q;
+}
+
+/*
  * The quantile mode's map, in device memory at *map: the sample drawn,
- * sorted (CUB, through radix_sort_device), the splitters picked. `scratch`
- * holds 2 * sample_size + intervals - 1 uint64 and must outlive the sort
- * (the map points at the splitters in it).
+ * sorted (CUB, through radix_sort_device), the splitters picked, their
+ * search tree built. `scratch` is laid out by quantile_scratch and must
+ * outlive the sort (the map points at the splitters and the tree in it).
  */
 template <class K>
 static gpu_status
 quantile_map_device(Job &job, const K *keys, size_t n, uint32_t intervals, uint64_t seed,
 					uint32_t sample_size, uint64_t *scratch, gs_interval_map *map)
 {
+	const QuantileScratch layout = quantile_scratch(n, intervals);
+	const uint32_t levels = gs_quantile_tree_levels(intervals - 1);
 	uint64_t   *sample = scratch;
-	uint64_t   *sample_alt = scratch + sample_size;
-	uint64_t   *splitters = scratch + 2 * (size_t) sample_size;
+	uint64_t   *sample_alt = scratch + layout.sample_alt;
+	uint64_t   *splitters = scratch + layout.splitters;
+	uint64_t   *tree = scratch + layout.tree;
 	bool		in_alt = false;
 
 	quantile_sample_kernel<K><<<grid_for(sample_size, 256), 256, 0, job.stream()>>>(
@@ -486,7 +725,10 @@ quantile_map_device(Job &job, const K *keys, size_t n, uint32_t intervals, uint6
 			in_alt ? sample_alt : sample, sample_size, intervals, splitters);
 		GS_TRY(job.launched("approximate sort: quantile splitters"));
 	}
-	quantile_map_kernel<<<1, 1, 0, job.stream()>>>(splitters, intervals - 1, map);
+	quantile_tree_kernel<<<grid_for((size_t) 1 << levels, 256, 1024), 256, 0, job.stream()>>>(
+		splitters, intervals - 1, levels, tree);
+	GS_TRY(job.launched("approximate sort: quantile tree"));
+	quantile_map_kernel<<<1, 1, 0, job.stream()>>>(splitters, intervals - 1, tree, map);
 	return job.launched("approximate sort: quantile map");
 }
 
@@ -658,7 +900,7 @@ static const uint32_t NO_DIGIT = 0xffffffffu;
 static_assert(PARTITION_BINS <= 0xffff, "digit and rank share 32 bits");
 
 template <class K, bool WITH_INDEX>
-static size_t
+__host__ __device__ constexpr size_t
 partition_smem_bytes(size_t tile, uint32_t bins)
 {
 	return 2 * bins * sizeof(uint32_t) +
@@ -678,7 +920,8 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, 
 __global__ void __launch_bounds__(Shape::THREADS, Shape::MIN_BLOCKS)
 partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 				 const ApproxResult *result, uint32_t shift,
-				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs)
+				 uint32_t *cursors, K *out_keys, uint32_t *out_index, uint64_t *pairs,
+				 const uint32_t *group_ends, const uint8_t *in_groups)
 {
 	/* 32-bit keys with their index move as one 64-bit word (key low, index
 	 * high): in shared memory always, through the temporary array if PAIRS */
@@ -699,6 +942,10 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 	uint32_t   *tile_index = (uint32_t *) (tile_keys + THREADS * ITEMS);
 	uint16_t   *tile_digit = (uint16_t *) (tile_index + (WITH_INDEX ? THREADS * ITEMS : 0));
 	uint64_t   *tile_words = (uint64_t *) tile_keys;	/* WORDS: instead of both */
+	/* the quantile mode's tree top, last (the host gives the room then) */
+	K		   *tree_top = (K *) (partition_smem +
+								  ((partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS) + 15) &
+								   ~(size_t) 15));
 
 	const gs_interval_map map = result->map;
 	const uint32_t cut = (uint32_t) result->cut;
@@ -734,12 +981,64 @@ partition_kernel(const K *in_keys, const uint32_t *in_index, size_t n,
 		tile_first_interval = (gs_approx_interval(&map, key[0]) >> shift) << shift;
 	for (uint32_t b = threadIdx.x; b < BINS; b += THREADS)
 		local_count[b] = 0;
+
+	/* the second pass, and the first given the groups, find quantile
+	 * buckets without the tree (below) */
+	const uint32_t top_levels = FROM_INPUT && in_groups == nullptr ?
+		stage_tree_top(map, tree_top) : 0;
+
 	__syncthreads();
 
 	const uint32_t first_interval = FROM_INPUT ? 0 : tile_first_interval;
 	uint32_t	bins[ITEMS];
 
-	intervals_of(map, key, bins);
+	if (FROM_INPUT && in_groups != nullptr)
+	{
+		/*
+		 * The quantile mode's first pass, given each key's group by the
+		 * count: the digit is the group. Only the cut's group needs the
+		 * bucket itself (which of its keys are kept); any other key gets
+		 * its group's first bucket, on the same side of the cut.
+		 */
+		const uint32_t cut_group = cut >> shift;
+
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+		{
+			uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
+			uint32_t	group = i < count ? in_groups[i] : 0;
+
+			bins[u] = group == cut_group ?
+				quantile_bucket_in_group(map, group, shift, key[u]) : group << shift;
+		}
+	}
+	else if (!FROM_INPUT && map.quantile)
+	{
+		/*
+		 * The quantile mode's second pass: a key's group is known from its
+		 * position (the first pass left group g's keys before
+		 * group_ends[g]), so only the few splitters of that group are
+		 * searched, not the whole tree. A thread's positions increase with
+		 * u, and so does its group.
+		 */
+		uint32_t	group = first_interval >> shift;
+
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++)
+		{
+			uint32_t	i = tile_begin + u * THREADS + threadIdx.x;
+
+			bins[u] = 0;
+			if (i < count)
+			{
+				while (group_ends[group] <= i)
+					group++;
+				bins[u] = quantile_bucket_in_group(map, group, shift, key[u]);
+			}
+		}
+	}
+	else
+		intervals_of(map, key, bins, tree_top, top_levels);
 #pragma unroll
 	for (int u = 0; u < ITEMS; u++)
 	{
@@ -1004,20 +1303,26 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, uint32_t BINS, 
 static gpu_status
 launch_partition(Job &job, const K *in_keys, const uint32_t *in_index, size_t n,
 				 ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
-				 uint32_t *out_index, uint64_t *pairs, const char *what)
+				 uint32_t *out_index, uint64_t *pairs, bool quantile,
+				 const uint32_t *group_ends, const uint8_t *in_groups, const char *what)
 {
 	const auto	kernel = partition_kernel<K, FROM_INPUT, WITH_INDEX, PAIRS, BINS, Shape>;
-	const size_t smem = partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS);
+	/* the quantile mode's tree top goes last, 16-byte aligned */
+	const size_t tiles_bytes = (partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS) + 15) &
+		~(size_t) 15;
+	const size_t smem = quantile ? tiles_bytes + TREE_TOP_BYTES :
+		partition_smem_bytes<K, WITH_INDEX>(Shape::TILE, BINS);
 	const unsigned blocks = (unsigned) ((n + Shape::TILE - 1) / Shape::TILE);
 	static bool configured = false;	/* per instantiation */
 
 	if (!configured)
 	{
-		GS_TRY(set_shared_limit(job, (const void *) kernel, smem));
+		GS_TRY(set_shared_limit(job, (const void *) kernel, tiles_bytes + TREE_TOP_BYTES));
 		configured = true;
 	}
 	kernel<<<blocks, Shape::THREADS, smem, job.stream()>>>(in_keys, in_index, n, result, shift,
-														   cursors, out_keys, out_index, pairs);
+														   cursors, out_keys, out_index, pairs,
+														   group_ends, in_groups);
 	return job.launched(what);
 }
 
@@ -1031,13 +1336,16 @@ template <class K, bool FROM_INPUT, bool WITH_INDEX, bool PAIRS, class Shape>
 static gpu_status
 partition_pass(Job &job, uint32_t digits, const K *in_keys, const uint32_t *in_index, size_t n,
 			   ApproxResult *result, uint32_t shift, uint32_t *cursors, K *out_keys,
-			   uint32_t *out_index, uint64_t *pairs, const char *what)
+			   uint32_t *out_index, uint64_t *pairs, bool quantile, const uint32_t *group_ends,
+			   const uint8_t *in_groups, const char *what)
 {
 	if (digits <= PARTITION_SMALL_BINS)
 		return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_SMALL_BINS, Shape>(
-			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
+			job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs,
+			quantile, group_ends, in_groups, what);
 	return launch_partition<K, FROM_INPUT, WITH_INDEX, PAIRS, PARTITION_BINS, LargeBlocks>(
-		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, what);
+		job, in_keys, in_index, n, result, shift, cursors, out_keys, out_index, pairs, quantile,
+		group_ends, in_groups, what);
 }
 
 /*
@@ -1096,7 +1404,8 @@ static gpu_status
 partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t shift,
 				 uint32_t groups, ApproxResult *result, uint32_t *offsets,
 				 uint32_t *group_cursors, const GroupedKeys<K> &grouped, K *out_keys,
-				 uint32_t *out_index, const ApproxTuning &t)
+				 uint32_t *out_index, const ApproxTuning &t, bool quantile,
+				 const uint8_t *in_groups)
 {
 	/* 32-bit keys with the index: the temporary array holds 64-bit pairs */
 	constexpr bool PAIRS = WITH_INDEX && sizeof(K) == 4;
@@ -1104,19 +1413,22 @@ partition_passes(Job &job, const K *keys, size_t n, uint32_t intervals, uint32_t
 	if (shift == 0)
 		return partition_pass<K, true, WITH_INDEX, false, LargeBlocks>(
 			job, intervals, keys, nullptr, n, result, 0, offsets, out_keys, out_index, nullptr,
-			"approximate sort: partition");
+			quantile, nullptr, nullptr, "approximate sort: partition");
 	GS_TRY(with_partition_shape(pass_shape(t.first_shape, true, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, true, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, groups, keys, nullptr, n, result, shift, group_cursors, grouped.keys,
-			grouped.index, grouped.pairs, "approximate sort: partition by group");
+			grouped.index, grouped.pairs,
+			quantile && in_groups == nullptr, nullptr, in_groups,
+			"approximate sort: partition by group");
 	}));
 	GS_TRY(job.progress(n));
 	return with_partition_shape(pass_shape(t.second_shape, false, sizeof(K), WITH_INDEX),
 								[&](auto shape) {
 		return partition_pass<K, false, WITH_INDEX, PAIRS, decltype(shape)>(
 			job, 4u << shift, grouped.keys, grouped.index, n, result, shift, offsets, out_keys,
-			out_index, grouped.pairs, "approximate sort: partition by interval");
+			out_index, grouped.pairs, false, group_cursors, nullptr,
+			"approximate sort: partition by interval");
 	});
 }
 
@@ -1124,7 +1436,7 @@ template <class K>
 static gpu_status
 approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit, K *out_keys,
 			 uint32_t *out_index, ApproxResult *result, const ApproxTuning &t,
-			 const gs_interval_map *quantile_map)
+			 const gs_interval_map *quantile_map, uint8_t *group_bytes)
 {
 	const size_t entries = (size_t) intervals + 1;	/* the last: the total */
 	const bool	partition = t.scatter == APPROX_SCATTER_PARTITION;
@@ -1136,6 +1448,11 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	ApproxLayout layout;
 	unsigned char *temp = nullptr;
 	static bool count_configured = false;	/* per key type, for the most bins */
+	/* the quantile mode: each key's group (a byte) kept by the count for
+	 * the partition's first pass, where the groups fit in a byte and the
+	 * count is the shared-memory one */
+	uint8_t    *kept_groups = quantile_map != nullptr && group_bytes != nullptr && partition &&
+		shift > 0 && groups <= 256 && intervals <= APPROX_SMEM_BINS ? group_bytes : nullptr;
 	gpu_status	status;
 
 	approx_layout(n, sizeof(K), intervals, out_index != nullptr, t, &layout);
@@ -1160,15 +1477,36 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	}
 
 	/* 1. per-block min and max (and the counts zeroed), launched first: the
-	 * host work below overlaps it */
-	minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
-		keys, n, partials, counts, entries);
-	status = job.launched("approximate sort: min/max");
+	 * host work below overlaps it. The quantile mode's map needs no min and
+	 * max; its count finds them on the way (one read of the keys less),
+	 * from a start of all ones and 0. */
+	const bool	fold_minmax = quantile_map != nullptr && intervals <= APPROX_SMEM_BINS;
+
+	if (fold_minmax)
+	{
+		status = job.check(cudaMemsetAsync(counts, 0, entries * sizeof(uint32_t), job.stream()),
+						   "cudaMemsetAsync (counts)");
+		if (status == GPU_OK)
+			status = job.check(cudaMemsetAsync(&result->min_key, 0xff, sizeof(result->min_key),
+											   job.stream()), "cudaMemsetAsync (min)");
+		if (status == GPU_OK)
+			status = job.check(cudaMemsetAsync(&result->max_key, 0, sizeof(result->max_key),
+											   job.stream()), "cudaMemsetAsync (max)");
+	}
+	else
+	{
+		minmax_partial_kernel<K><<<minmax_grid, APPROX_THREADS, 0, job.stream()>>>(
+			keys, n, partials, counts, entries);
+		status = job.launched("approximate sort: min/max");
+	}
 
 	if (status == GPU_OK && !count_configured)
 	{
-		status = set_shared_limit(job, (const void *) count_smem_kernel<K>,
-								  APPROX_SMEM_BINS * sizeof(uint32_t));
+		status = set_shared_limit(job, (const void *) count_smem_kernel<K, false>,
+								  APPROX_SMEM_BINS * sizeof(uint32_t) + TREE_TOP_BYTES);
+		if (status == GPU_OK)
+			status = set_shared_limit(job, (const void *) count_smem_kernel<K, true>,
+									  APPROX_SMEM_BINS * sizeof(uint32_t) + TREE_TOP_BYTES);
 		count_configured = status == GPU_OK;
 	}
 
@@ -1176,10 +1514,16 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK)
 	{
 		const bool	in_smem = intervals <= APPROX_SMEM_BINS;
-		const auto	kernel = in_smem ? count_smem_kernel<K> : count_global_kernel<K>;
+		const auto	kernel = !in_smem ? count_global_kernel<K> :
+			fold_minmax ? count_smem_kernel<K, true> : count_smem_kernel<K, false>;
 
-		kernel<<<grid, APPROX_THREADS, in_smem ? intervals * sizeof(uint32_t) : 0, job.stream()>>>(
-			keys, n, partials, minmax_grid, quantile_map, result, intervals, counts);
+		/* the histogram, then (quantile mode) the tree's top levels */
+		const size_t smem = !in_smem ? 0 : quantile_map == nullptr ? intervals * sizeof(uint32_t) :
+			((intervals + 3) & ~(size_t) 3) * sizeof(uint32_t) + TREE_TOP_BYTES;
+
+		kernel<<<grid, APPROX_THREADS, smem, job.stream()>>>(
+			keys, n, partials, fold_minmax ? 0 : minmax_grid, quantile_map, result, intervals, counts,
+			in_smem ? kept_groups : nullptr, shift);
 		status = job.launched("approximate sort: count");
 	}
 	/* the quantile mode's fullest bucket (EXPLAIN ANALYZE shows it) */
@@ -1227,9 +1571,11 @@ approx_typed(Job &job, const K *keys, size_t n, uint32_t intervals, size_t limit
 	if (status == GPU_OK && partition)
 		status = out_index != nullptr ?
 			partition_passes<K, true>(job, keys, n, intervals, shift, groups, result, offsets,
-									  group_cursors, grouped, out_keys, out_index, t) :
+									  group_cursors, grouped, out_keys, out_index, t,
+									  quantile_map != nullptr, kept_groups) :
 			partition_passes<K, false>(job, keys, n, intervals, shift, groups, result, offsets,
-									   group_cursors, grouped, out_keys, out_index, t);
+									   group_cursors, grouped, out_keys, out_index, t,
+									   quantile_map != nullptr, kept_groups);
 	else if (status == GPU_OK)
 	{
 		scatter_cursors_kernel<K><<<grid, APPROX_THREADS, 0, job.stream()>>>(
@@ -1267,17 +1613,19 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 
 		if (key_bytes == 4)
 			return approx_typed(job, static_cast<const uint32_t *>(keys), n, intervals, limit,
-								static_cast<uint32_t *>(out_keys), out_index, result, t, nullptr);
+								static_cast<uint32_t *>(out_keys), out_index, result, t, nullptr,
+								nullptr);
 		return approx_typed(job, static_cast<const uint64_t *>(keys), n, intervals, limit,
-							static_cast<uint64_t *>(out_keys), out_index, result, t, nullptr);
+							static_cast<uint64_t *>(out_keys), out_index, result, t, nullptr,
+							nullptr);
 	}
 
 	/* the quantile mode: its map first, then the same pipeline over its
 	 * buckets */
 	const uint32_t buckets = gs_quantile_buckets(intervals);
 	const uint32_t sample_size = gs_quantile_sample_size(n, intervals);
-	const size_t map_at = ((2 * (size_t) sample_size + intervals - 1) * sizeof(uint64_t) + 255) &
-		~(size_t) 255;
+	const size_t map_at = quantile_scratch(n, intervals).map_bytes;
+	const size_t groups_at = quantile_scratch(n, intervals).groups_bytes;
 	ApproxTuning t = resolve_tuning(tuning, buckets);
 	unsigned char *scratch = nullptr;
 	gs_interval_map *map;
@@ -1298,7 +1646,8 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 									 reinterpret_cast<uint64_t *>(scratch), map);
 		if (status == GPU_OK)
 			status = approx_typed(job, static_cast<const uint32_t *>(keys), n, buckets, limit,
-								  static_cast<uint32_t *>(out_keys), out_index, result, t, map);
+								  static_cast<uint32_t *>(out_keys), out_index, result, t, map,
+								  scratch + groups_at);
 	}
 	else
 	{
@@ -1307,7 +1656,8 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 									 reinterpret_cast<uint64_t *>(scratch), map);
 		if (status == GPU_OK)
 			status = approx_typed(job, static_cast<const uint64_t *>(keys), n, buckets, limit,
-								  static_cast<uint64_t *>(out_keys), out_index, result, t, map);
+								  static_cast<uint64_t *>(out_keys), out_index, result, t, map,
+								  scratch + groups_at);
 	}
 	/* freed in stream order: the kernels that read the splitters run first */
 	job.release(scratch);
@@ -1317,10 +1667,7 @@ approx_sort_device(Job &job, const void *keys, unsigned key_bytes, size_t n, uin
 size_t
 approx_quantile_bytes(size_t n, uint32_t intervals)
 {
-	size_t		sample_size = gs_quantile_sample_size(n, intervals);
-
-	return (((2 * sample_size + intervals - 1) * sizeof(uint64_t) + 255) & ~(size_t) 255) +
-		sizeof(gs_interval_map);
+	return quantile_scratch(n, intervals).total_bytes;
 }
 
 }								/* namespace gs_gpu */

@@ -37,6 +37,10 @@ typedef struct gs_interval_map
 	bool		quantile;
 	const uint64_t *splitters;
 	uint32_t	splitter_count;
+	/* the GPU's copy of the splitters as a search tree (see
+	 * gs_quantile_tree_node), or null; its height */
+	const uint64_t *tree;
+	uint32_t	tree_levels;
 } gs_interval_map;
 
 INTERVAL_MAP_FN uint32_t gs_quantile_bucket(const uint64_t *splitters, uint32_t count,
@@ -56,6 +60,8 @@ gs_interval_map_make(uint64_t min_key, uint64_t max_key, uint32_t intervals)
 	map.quantile = false;
 	map.splitters = 0;
 	map.splitter_count = 0;
+	map.tree = 0;
+	map.tree_levels = 0;
 	if (!map.narrow && map.range32)
 	{
 		/*
@@ -239,6 +245,8 @@ gs_interval_map_quantile(const uint64_t *splitters, uint32_t count)
 	map.quantile = true;
 	map.splitters = splitters;
 	map.splitter_count = count;
+	map.tree = 0;
+	map.tree_levels = 0;
 	return map;
 }
 
@@ -259,6 +267,65 @@ gs_quantile_bucket(const uint64_t *splitters, uint32_t count, uint64_t key)
 			high = middle;
 	}
 	return 2 * low + (low < count && splitters[low] == key);
+}
+
+/*
+ * The splitters as a perfect binary search tree in breadth-first
+ * ("Eytzinger") order, for the GPU: node k (1 .. 2^levels - 1) has its
+ * children at 2k and 2k + 1, so the top levels are a few consecutive
+ * words every lane of a warp reads (shared memory without bank conflicts),
+ * and the search has no branches: `levels` steps k = 2k + (node < key),
+ * the same number for every key. After them, k - 2^levels is the number
+ * of nodes below the key, i.e. of splitters below it, since the nodes past
+ * the last splitter hold UINT64_MAX (never below a key). The last node
+ * where the search went left is the first splitter >= key: the equality
+ * test needs no second look-up. The same bucket as gs_quantile_bucket,
+ * key for key (the unit tests compare them).
+ */
+
+/* The tree's height for `count` splitters: the least h with 2^h - 1 >= count. */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_tree_levels(uint32_t count)
+{
+	uint32_t	levels = 0;
+
+	while ((((uint64_t) 1) << levels) - 1 < count)
+		levels++;
+	return levels;
+}
+
+/* Node k (1 .. 2^levels - 1) of the tree: at depth d, place p = k - 2^d in
+ * its level, it is the splitter of sorted index (2p + 1) 2^(levels-1-d) - 1. */
+INTERVAL_MAP_FN uint64_t
+gs_quantile_tree_node(const uint64_t *splitters, uint32_t count, uint32_t levels, uint32_t k)
+{
+	uint32_t	depth = 0;
+	uint64_t	sorted_index;
+
+	while ((k >> (depth + 1)) != 0)
+		depth++;
+	sorted_index = ((2 * (uint64_t) (k - (1u << depth)) + 1) << (levels - 1 - depth)) - 1;
+	return sorted_index < count ? splitters[sorted_index] : UINT64_MAX;
+}
+
+/* A key's bucket by the tree (node 0 unused): gs_quantile_bucket's. */
+INTERVAL_MAP_FN uint32_t
+gs_quantile_tree_bucket(const uint64_t *tree, uint32_t levels, uint32_t count, uint64_t key)
+{
+	uint32_t	k = 1;
+	uint64_t	first_not_below = UINT64_MAX;
+	uint32_t	below;
+
+	for (uint32_t level = 0; level < levels; level++)
+	{
+		uint64_t	node = tree[k];
+		bool		right = node < key;
+
+		first_not_below = right ? first_not_below : node;
+		k = 2 * k + (right ? 1 : 0);
+	}
+	below = k - (1u << levels);
+	return 2 * below + (below < count && first_not_below == key);
 }
 
 /*

@@ -20,7 +20,7 @@ in the tie groups cut by a LIMIT/OFFSET boundary are compared by keys only).
 
   test/fuzz/fuzz.py --dsn 'host=/tmp port=5432 user=postgres dbname=x' \
       [--seed N] [--seconds S] [--queries N] [--device auto|gpu|cpu]
-      [--only I] [--keep] [--verbose]
+      [--only I] [--keep] [--verbose] [--approximate]
 
 Every failure prints a self-contained reproduction (setup SQL, settings,
 query). Query I of seed S alone: --seed S --only I. Uses psycopg2 (Debian:
@@ -29,6 +29,7 @@ The last line is "N passed, M failed" (queries).
 """
 import argparse
 import collections
+import math
 import random
 import re
 import sys
@@ -423,6 +424,10 @@ class Query:
         self.fetches = None
         self.scroll = True
         self.settings = []       # more SET lines for both runs (the shape's)
+        # the approximate opt-in (mode "approx"): (mode, intervals, column
+        # type, descending, nulls first, limit or None, the query without
+        # its LIMIT)
+        self.approx = None
 
 
 def limit_clause(rng, nrows):
@@ -448,9 +453,10 @@ def limit_clause(rng, nrows):
 
 
 class Gen:
-    def __init__(self, schema, rng):
+    def __init__(self, schema, rng, approximate_only=False):
         self.s = schema
         self.rng = rng
+        self.approximate_only = approximate_only
 
     def table(self, allow_big=True):
         r = self.rng
@@ -572,6 +578,9 @@ class Gen:
     def gen(self):
         r = self.rng
         q = Query()
+        if r.random() < 0.06 or self.approximate_only:
+            self.approximate(q)
+            return q
         shape = r.random()
         if shape < 0.36:
             q.sql, _ = self.select_core(q)
@@ -615,6 +624,32 @@ class Gen:
         else:
             self.prepared(q)
         return q
+
+    def approximate(self, q):
+        """The approximate opt-in (gpusort.approximate_intervals): one
+        integer key, or a float key in quantile mode, at the top level; the
+        output is checked against its guarantee, not position by position
+        (Fuzzer.approx)."""
+        r = self.rng
+        mode = r.choice(["width", "quantile"])
+        cols = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint")]
+        if mode == "quantile":
+            cols += [("f4", "real"), ("f8", "double precision")]
+        c, typ = r.choice(cols)
+        intervals = r.choice([1, 2, 3, 10, 100, 1000, 5000])
+        desc = r.random() < 0.5
+        nulls = r.choice(["", "", " NULLS FIRST", " NULLS LAST"])
+        nulls_first = nulls == " NULLS FIRST" or (nulls == "" and desc)
+        t = self.table()
+        full = "SELECT x.%s AS k, x.id FROM %s x ORDER BY x.%s%s%s" % (
+            c, t, c, " DESC" if desc else "", nulls)
+        limit = r.choice([None, None, 0, 1, 10, 100, max(1, self.s.sizes[t] // 2)])
+        q.sql = full + ("" if limit is None else " LIMIT %d" % limit)
+        q.settings = ["SET gpusort.approximate_mode = %s" % mode,
+                      "SET gpusort.approximate_intervals = %d" % intervals]
+        q.mode = "approx"
+        q.approx = (mode, intervals, typ, desc, nulls_first, limit, full)
+        q.kind = "approx:%s:%s" % (mode, t)
 
     def union_top(self, q):
         r = self.rng
@@ -1122,7 +1157,7 @@ class Fuzzer:
     # -- one query
     def one(self, idx):
         rng = random.Random("query-%d-%d" % (self.args.seed, idx))
-        q = Gen(self.schema, rng).gen()
+        q = Gen(self.schema, rng, self.args.approximate).gen()
         common, gset, par = random_settings(rng, self.args.device)
         common = common + q.settings
         if q.mode == "cursor":
@@ -1134,6 +1169,8 @@ class Fuzzer:
                 res = self.plain(q, common, gset)
             elif q.mode == "cursor":
                 res = self.cursor(q, common, gset)
+            elif q.mode == "approx":
+                res = self.approx(q, common, gset)
             else:
                 res = self.prepared(q, common, gset)
         except (ConnectionLost, psycopg2.OperationalError, psycopg2.InterfaceError) as e:
@@ -1209,6 +1246,30 @@ class Fuzzer:
         if done:
             return problem, used[0]
         return self.compare(q, a[1], a[0], b[0]), used[0]
+
+    def approx(self, q, common, gset):
+        """The approximate opt-in: the GpuSort run against the exact order
+        of all rows (gpusort.enabled = off, no LIMIT). Checked: the rows come
+        from the input (all of them without a LIMIT, as many as the LIMIT
+        asks with one); NULLs where the ORDER BY puts them; width mode: two
+        rows out of order differ by less than one interval width,
+        (max - min + 1) / intervals over the non-NULL keys, and with a LIMIT
+        no row is a width or more past the exact boundary; quantile mode:
+        every non-NULL row's position within D(n, m, s) of its exact rank
+        (interval_map.h; the same formula here)."""
+        mode, m, typ, desc, nulls_first, limit, full = q.approx
+        used = [False]
+
+        def fn(on):
+            if on:
+                used[0] = self.explain_used(q.sql)
+                return self.run(q.sql)
+            return self.run(full)
+        a, b = self.both(q, common, gset, fn)
+        done, problem = self.errors(a, b)
+        if done:
+            return problem, used[0]
+        return approx_problem(mode, m, typ, desc, nulls_first, limit, a[0], b[0]), used[0]
 
     def prepared(self, q, common, gset):
         types, execs, cache = q.prepare
@@ -1338,6 +1399,10 @@ class Fuzzer:
         out.append("-- compare: SET gpusort.enabled = on;  against  SET gpusort.enabled = off;")
         if q.mode == "plain":
             out.append("%s;" % q.sql)
+        elif q.mode == "approx":
+            out.append("%s;" % q.sql)
+            out.append("-- (checked against the guarantee of the approximate opt-in, not row by row;"
+                       " the reference: %s)" % q.approx[6])
         elif q.mode == "cursor":
             out.append("BEGIN; DECLARE c %sCURSOR FOR %s;" % ("SCROLL " if q.scroll else "NO SCROLL ", q.sql))
             out += ["%s FROM c;" % f for f in q.fetches]
@@ -1353,6 +1418,85 @@ class Fuzzer:
         out.append("-- GpuSort used: %s" % ("yes" if q.used else "no"))
         print("\n".join(out))
         sys.stdout.flush()
+
+
+def quantile_rank_bound(n, m):
+    """D(n, m, s) of kernels/interval_map.h (gs_quantile_rank_bound, with
+    gs_quantile_sample_size's s)."""
+    if n <= 1:
+        return 0
+    s = min(m * 256, n // 4)
+    s = min(max(s, m), 1 << 24)
+    s = max(s, 1)
+    a = math.log(n / 1e-6)
+    g = math.ceil(s / m)
+    root = (math.sqrt(2 * a) + math.sqrt(2 * a + 4 * g)) / 2
+    rows = math.ceil(root * root * n / s)
+    return n - 1 if rows - 1 >= n - 1 else int(rows) - 1
+
+
+def approx_problem(mode, m, typ, desc, nulls_first, limit, got, exact):
+    """None if the approximate output `got` keeps the opt-in's guarantee
+    against `exact` (all rows in exact order), else what is wrong."""
+    floats = typ in ("real", "double precision")
+
+    def value(v):
+        return None if v is None else (float(v) if floats else int(v))
+
+    def order(v):  # ascending sort key; NaN after everything, -0 = 0
+        return (1, 0.0) if floats and math.isnan(v) else (0, v)
+    got = [(value(k), i) for k, i in got]
+    exact = [(value(k), i) for k, i in exact]
+    want = len(exact) if limit is None else min(limit, len(exact))
+    if len(got) != want:
+        return "%d rows, not %d" % (len(got), want)
+    rows = collections.Counter((order(k) if k is not None else None, i) for k, i in exact)
+    out = collections.Counter((order(k) if k is not None else None, i) for k, i in got)
+    if out - rows:
+        return "rows not in the input: %s" % fmt(list((out - rows).elements())[:3])
+    nulls = sum(1 for k, _ in exact if k is None)
+    placed = [k is None for k, _ in got]
+    if nulls_first:
+        expect = [p < nulls for p in range(len(got))]
+    else:
+        expect = [p >= len(exact) - nulls for p in range(len(got))]
+    if placed != expect:
+        return "NULLs misplaced (%d NULLs, %s)" % (nulls, "first" if nulls_first else "last")
+    keys = [order(k) for k, _ in exact if k is not None]
+    seq = [order(k) for k, _ in got if k is not None]
+    if desc:
+        # descending: the same checks on the mirrored order
+        keys = [(-f, -v) for f, v in keys]
+        seq = [(-f, -v) for f, v in seq]
+    if not keys:
+        return None
+    if mode == "width":
+        low, high = keys[0][1], keys[-1][1]
+        span = abs(high - low) + 1    # (max - min + 1), in key units
+        highest = None
+        for p, key in enumerate(seq):
+            if highest is not None and highest > key and (highest[1] - key[1]) * m >= span:
+                return "width: position %d (%s) after %s: one width is %s" % (
+                    p, fmt(key[1]), fmt(highest[1]), span / m)
+            highest = key if highest is None or key > highest else highest
+        if limit is not None and seq:
+            boundary = keys[len(seq) - 1]
+            for p, key in enumerate(seq):
+                if key > boundary and (key[1] - boundary[1]) * m >= span:
+                    return "width: LIMIT row %d (%s) a width past the exact boundary %s" % (
+                        p, fmt(key[1]), fmt(boundary[1]))
+        return None
+    first, last = {}, {}
+    for r, key in enumerate(sorted(keys)):
+        first.setdefault(key, r)
+        last[key] = r
+    bound = quantile_rank_bound(len(keys), m)
+    for p, key in enumerate(seq):
+        error = max(first[key] - p, p - last[key], 0)
+        if error > bound:
+            return "quantile: position %d (%s) %d from its exact rank, past the bound %d (n %d, %d intervals)" % (
+                p, fmt(key[1]), error, bound, len(keys), m)
+    return None
 
 
 def fmt(v):
@@ -1463,6 +1607,8 @@ def main():
     ap.add_argument("--small", action="store_true", help="smaller big table (CI)")
     ap.add_argument("--statement-timeout", type=int, default=120, help="seconds per statement")
     ap.add_argument("--verbose", action="store_true", help="print every query")
+    ap.add_argument("--approximate", action="store_true",
+                    help="only the approximate opt-in's queries (checked against its guarantee)")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10 ** 9)

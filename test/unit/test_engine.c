@@ -393,6 +393,75 @@ test_approx_sort(void)
 				}
 }
 
+/* ---- the quantile mode's search tree (the GPU's) against the binary search ---- */
+
+static int
+compare_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+
+
+/*
+ * gs_quantile_tree_bucket must give gs_quantile_bucket's bucket for every
+ * key: splitter counts 0 .. 300 (every tree height, full and padded) and a
+ * few larger, splitters with many ties, 0 and UINT64_MAX among them; keys
+ * at, just below and just above every splitter, and random ones.
+ */
+static void
+test_quantile_tree(void)
+{
+	static const uint32_t larger[] = {1023, 1024, 2047, 4095, 9999};
+	uint64_t   *splitters = malloc(sizeof(uint64_t) * 10000);
+	uint64_t   *tree = malloc(sizeof(uint64_t) * 16384);
+	size_t		mismatches = 0,
+				keys_tried = 0;
+
+	for (uint32_t round = 0; round < 301 + 5; round++)
+	{
+		uint32_t	count = round < 301 ? round : larger[round - 301];
+		uint64_t	spread = round % 3 == 0 ? 8 : (round % 3 == 1 ? 1000 : UINT64_MAX);
+		uint32_t	levels = gs_quantile_tree_levels(count);
+
+		for (uint32_t j = 0; j < count; j++)
+			splitters[j] = spread == UINT64_MAX ? next_random() : next_random() % spread;
+		if (count > 2 && round % 2 == 0)
+		{
+			splitters[0] = 0;
+			splitters[1] = UINT64_MAX;
+		}
+		qsort(splitters, count, sizeof(uint64_t), compare_u64);
+		CHECK((((uint64_t) 1) << levels) - 1 >= count &&
+			  (levels == 0 || (((uint64_t) 1) << (levels - 1)) - 1 < count),
+			  "tree levels %u for %u splitters", levels, count);
+		for (uint32_t k = 1; k < (1u << levels); k++)
+			tree[k] = gs_quantile_tree_node(splitters, count, levels, k);
+		for (uint32_t j = 0; j < count + 50; j++)
+		{
+			uint64_t	base = j < count ? splitters[j] : next_random() % (spread == UINT64_MAX ? UINT64_MAX : spread + 2);
+
+			for (int delta = -1; delta <= 1; delta++)
+			{
+				uint64_t	key = base + (uint64_t) (int64_t) delta;
+
+				keys_tried++;
+				if (gs_quantile_tree_bucket(tree, levels, count, key) !=
+					gs_quantile_bucket(splitters, count, key))
+					mismatches++;
+			}
+		}
+	}
+	CHECK(mismatches == 0, "the splitter tree disagrees with the binary search on %zu of %zu keys",
+		  mismatches, keys_tried);
+	CHECK(keys_tried > 10000, "the tree test tried only %zu keys", keys_tried);
+	free(splitters);
+	free(tree);
+}
+
 /* ---- the quantile mode's rank guarantee ---- */
 
 typedef enum skew
@@ -466,15 +535,6 @@ fill_skewed(uint64_t *keys, size_t n, skew kind)
 		}
 		keys[i] = gs_encode_int64(value);
 	}
-}
-
-static int
-compare_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a,
-				y = *(const uint64_t *) b;
-
-	return x < y ? -1 : x > y;
 }
 
 /*
@@ -1282,6 +1342,7 @@ main(int argc, char **argv)
 		test_exact_sorts(GS_DEVICE_GPU);
 	test_narrow_keys();
 	test_interval_map();
+	test_quantile_tree();
 	test_approx_sort();
 	test_quantile_sort(GS_DEVICE_CPU);
 	if (gpu_too && info.usable)
