@@ -10,7 +10,7 @@
 CREATE TABLE IF NOT EXISTS kt_bench AS
 SELECT md5(i::text) AS h,
        'customer_' || lpad((hashint8(i) & 1048575)::text, 11, '0') || '_' || (i % 97) AS name,
-       md5((i * 7919)::text)::uuid AS u,
+       md5((i::int8 * 7919)::text)::uuid AS u,
        ((hashint8(i * 3) & 549755813887)::numeric / 100)::numeric(12, 2) AS amount,
        i AS id
 FROM generate_series(1, :rows) i;
