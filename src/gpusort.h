@@ -72,6 +72,8 @@ extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *e
 extern void gpusort_planner_init(void);
 extern Oid	gpusort_pattern_opfamily(Oid type);
 extern bool gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise);
+extern double gpusort_postgresql_sort_cost(double input_rows, int input_width,
+										   double input_total_cost);
 extern bool gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
 								  int nkeys, double sort_cost, bool total);
 

@@ -967,6 +967,37 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
  * ORDER BY's paths; never where the runs would pass temp_file_limit. With
  * gpusort.min_rows = 0 (tests) wherever it can.
  */
+/* A finished plan's input as the cost functions take it: a Path with its
+ * rows, width and total cost, in *input and *target. */
+static void
+plan_input_path(Path *input, PathTarget *target, double input_rows, int input_width,
+				double input_total_cost)
+{
+	memset(input, 0, sizeof(*input));
+	memset(target, 0, sizeof(*target));
+	input->type = T_Path;
+	input->pathtype = T_Sort;	/* anything but a Seq Scan: see reads_table_pages() */
+	input->pathtarget = target;
+	target->width = input_width;
+	input->rows = Max(input_rows, 1.0);
+	input->total_cost = input_total_cost;
+}
+
+/* PostgreSQL's startup cost of a Sort of all of a finished plan's input
+ * (its rows, width and total cost) in work_mem. */
+double
+gpusort_postgresql_sort_cost(double input_rows, int input_width, double input_total_cost)
+{
+	Path		input;
+	PathTarget	target;
+	Path		sort;
+
+	plan_input_path(&input, &target, input_rows, input_width, input_total_cost);
+	memset(&sort, 0, sizeof(sort));
+	gpusort_cost_sort(&sort, NULL, NIL, &input, work_mem, -1.0);
+	return sort.startup_cost;
+}
+
 bool
 gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,
 					  int nkeys, double sort_cost, bool total)
@@ -975,15 +1006,8 @@ gpusort_replaces_sort(double input_rows, int input_width, double input_total_cos
 	PathTarget	target;
 	CustomPath	path;
 
-	memset(&input, 0, sizeof(input));
-	memset(&target, 0, sizeof(target));
+	plan_input_path(&input, &target, input_rows, input_width, input_total_cost);
 	memset(&path, 0, sizeof(path));
-	input.type = T_Path;
-	input.pathtype = T_Sort;	/* anything but a Seq Scan: see reads_table_pages() */
-	input.pathtarget = &target;
-	target.width = input_width;
-	input.rows = Max(input_rows, 1.0);
-	input.total_cost = input_total_cost;
 	/* root is only consulted for a bound, and these sorts have none */
 	if (files_pass_temp_file_limit(NULL, &input, nkeys, false))
 		return false;

@@ -653,6 +653,20 @@ tied_row_bytes(const RowStore *store, uint32 length)
 		store->nkeys * (2 * sizeof(uint64_t) + 2) + 32;
 }
 
+/* The group's rows in memory dropped, and their count: its memory is
+ * free for the next group (or for the rest of one gone to a tuplesort). */
+static void
+empty_tie_group(GpuTieGroup *group)
+{
+	MemoryContextReset(group->context);
+	group->tuples = NULL;
+	group->keys = NULL;
+	group->nulls = NULL;
+	group->order = NULL;
+	group->count = group->allocated = group->next = 0;
+	group->bytes = 0;
+}
+
 /* Reading the GPU run starts (again): no group, no row read ahead. */
 void
 restart_gpu_ties(RowStore *store)
@@ -677,13 +691,7 @@ restart_gpu_ties(RowStore *store)
 	if (group->spilled != NULL)
 		tuplesort_end(group->spilled);
 	group->spilled = NULL;
-	MemoryContextReset(group->context);
-	group->tuples = NULL;
-	group->keys = NULL;
-	group->nulls = NULL;
-	group->order = NULL;
-	group->count = group->allocated = group->next = 0;
-	group->bytes = 0;
+	empty_tie_group(group);
 	group->have_pending = false;
 }
 
@@ -736,12 +744,8 @@ spill_group(RowStore *store, GpuTieGroup *group)
 	}
 	store->ties->rows += group->count;
 	ExecClearTuple(group->spill_slot);
-	MemoryContextReset(group->context);
-	group->tuples = NULL;
-	group->keys = NULL;
-	group->nulls = NULL;
-	group->count = group->allocated = 0;
-	group->bytes = 0;
+	/* (a group still coming in: none of it was read yet) */
+	empty_tie_group(group);
 }
 
 /* One more row of the group: copied into memory, or to the tuplesort once
@@ -840,13 +844,7 @@ next_tied_row(RowStore *store, GpuRecordReader read, void *source, uint64_t *key
 
 	/* the next group's first row: the one read past the last group, or
 	 * the run's next */
-	MemoryContextReset(group->context);
-	group->tuples = NULL;
-	group->keys = NULL;
-	group->nulls = NULL;
-	group->order = NULL;
-	group->count = group->allocated = group->next = 0;
-	group->bytes = 0;
+	empty_tie_group(group);
 	if (group->have_pending)
 	{
 		group->have_pending = false;

@@ -611,7 +611,8 @@ passes_bound(Plan *plan)
 /*
  * A hashed aggregation that PostgreSQL expects to spill: its groups'
  * entries (hash_agg_entry_size(), as cost_agg() estimates them) more than
- * the hash tables' memory. There a sort-based aggregation over a GpuSort
+ * the hash tables' memory (the aggregates counted at the top of its
+ * target list only). There a sort-based aggregation over a GpuSort
  * may beat it (see sorted_agg_over_gpusort()); one that fits in memory is
  * left alone whatever the costs, as is one with grouping sets or split
  * into partial and final steps (the partial steps run in workers, on
@@ -669,26 +670,6 @@ largest_plan_node_id(Plan *plan)
 	return largest;
 }
 
-/* PostgreSQL's cost of a Sort of all of `input`'s rows in work_mem. */
-static Cost
-postgresql_sort_cost(Plan *input)
-{
-	Path		input_path;
-	PathTarget	target;
-	Path		sort_path;
-
-	memset(&input_path, 0, sizeof(input_path));
-	memset(&target, 0, sizeof(target));
-	memset(&sort_path, 0, sizeof(sort_path));
-	input_path.type = T_Path;
-	input_path.pathtarget = &target;
-	target.width = input->plan_width;
-	input_path.rows = Max(input->plan_rows, 1.0);
-	input_path.total_cost = input->total_cost;
-	gpusort_cost_sort(&sort_path, NULL, NIL, &input_path, work_mem, -1.0);
-	return sort_path.startup_cost;
-}
-
 /* plan_node_id for the nodes this file adds (a GpuSort below an Agg that
  * had none): past every id standard_planner() gave */
 static int	next_plan_node_id;
@@ -727,7 +708,8 @@ sorted_agg_over_gpusort(Agg *agg)
 	sort->plan.qual = NIL;
 	sort->plan.initPlan = NIL;
 	sort->plan.parallel_aware = false;
-	sort->plan.startup_cost = postgresql_sort_cost(input);
+	sort->plan.startup_cost = gpusort_postgresql_sort_cost(input->plan_rows, input->plan_width,
+														 input->total_cost);
 	sort->plan.total_cost = sort->plan.startup_cost;
 	sort->plan.plan_node_id = ++next_plan_node_id;
 	sort->plan.targetlist = NIL;
