@@ -824,7 +824,7 @@ check_result(ClientJob *job, const void *keys, const uint32 *rows, uint64 count)
 
 		while (low < high)
 		{
-			uint64		middle = low + (high - low + 1) / 2;
+			uint64		middle = high - (high - low) / 2;	/* > low; no overflow */
 
 			if (gs_approx_interval(&map, middle) <= previous_interval)
 				low = middle;

@@ -355,6 +355,23 @@ SELECT gpu_approx_sort(ARRAY[1, 2], 40000000, mode => 'quantile');
 SELECT gpu_approx_sort(ARRAY[1, 2], 40000000) AS width_takes_more_intervals;
 RESET gpusort.approximate_mode;
 
+-- keys over the whole range of int8: a bounded result's check searches
+-- from its last key up to the largest one (it once looped for ever here)
+CREATE TABLE extremes AS
+SELECT i AS id, (CASE i % 4 WHEN 0 THEN -9223372036854775808
+                            WHEN 1 THEN 9223372036854775807
+                            ELSE i * 1000003 END)::int8 AS k
+FROM generate_series(1, 2000) i;
+ANALYZE extremes;
+SET gpusort.approximate_intervals = 100;
+EXPLAIN (COSTS OFF) SELECT k FROM extremes ORDER BY k NULLS LAST LIMIT 3;
+SELECT k, count(*) FROM (SELECT k FROM extremes ORDER BY k NULLS LAST LIMIT 3) s GROUP BY k;
+SELECT k, count(*) FROM (SELECT k FROM extremes ORDER BY k DESC LIMIT 3) s GROUP BY k;
+SET gpusort.approximate_mode = quantile;
+SELECT k, count(*) FROM (SELECT k FROM extremes ORDER BY k NULLS LAST LIMIT 3) s GROUP BY k;
+SELECT k, count(*) FROM (SELECT k FROM extremes ORDER BY k DESC LIMIT 3) s GROUP BY k;
+RESET gpusort.approximate_mode;
+
 -- and turning it off restores the exact order
 RESET gpusort.approximate_intervals;
 CREATE TABLE smooth AS SELECT gauss FROM scores ORDER BY gauss;

@@ -34,8 +34,13 @@ failed=0
 for seed in "$fixed" "$fresh"; do
   echo "== fuzz.py --seed $seed --seconds $secs --device $device"
   log=$(mktemp /tmp/gpusort-fuzz.XXXXXX)
-  "$py" "$here/fuzz.py" --seed "$seed" --seconds "$secs" --device "$device" --small \
+  # a bound on the whole run: a statement that ignores statement_timeout
+  # (a loop that never checks for interrupts) fails the run, named by its
+  # seed, instead of holding CI until its own time is up
+  timeout -k 10 $(( ${secs%.*} + 600 )) \
+    "$py" "$here/fuzz.py" --seed "$seed" --seconds "$secs" --device "$device" --small \
     --dsn "dbname=$db" ${GPUSORT_FUZZ_OPTIONS:-} 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -ge 124 ] && echo "fuzz.py --seed $seed was stopped after $(( ${secs%.*} + 600 )) s"
   line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$log" | tail -n 1)
   if [ -n "$line" ]; then
     passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
