@@ -87,19 +87,36 @@ count_from() {
   fi
 }
 
+# bounded SECONDS NAME COMMAND...: runs COMMAND, stopped after SECONDS
+# (far beyond its usual time), so that a hang fails its stage, named, and
+# the stages after it still run, rather than holding CI until its own time
+# is up with nothing said
+bounded() {
+  local secs=$1 name=$2 rc
+  shift 2
+  timeout -k 30 "$secs" "$@"
+  rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "$name was stopped after $secs s"
+    stopped="$stopped $name;"
+  fi
+  return "$rc"
+}
+stopped=""
+
 # shellcheck source=test/lib/server.sh
 . "$root/test/lib/server.sh"
 server_workdir test
 
 # ---- 1. unit tests ----
 echo "== engine unit tests"
-make -s unittest PG_CONFIG="$pg_config" > "$workdir/unit.log" 2>&1
+bounded 1800 "the unit tests" make -s unittest PG_CONFIG="$pg_config" > "$workdir/unit.log" 2>&1
 grep -v "^$" "$workdir/unit.log" | tail -n 20
 count_from "$workdir/unit.log" "unit tests"
 # the kernels' sorting networks, run on the CPU as a GPU's threads would
 # run them (test/gpu/emulate_networks.cpp): their layouts and results
 echo "== the kernels' networks, emulated on the CPU"
-make -s emulate-networks PG_CONFIG="$pg_config" > "$workdir/networks.log" 2>&1
+bounded 1800 "the network emulation" make -s emulate-networks PG_CONFIG="$pg_config" > "$workdir/networks.log" 2>&1
 tail -n 1 "$workdir/networks.log"
 count_from "$workdir/networks.log" "the network emulation"
 
@@ -117,11 +134,11 @@ server_pg_ctl "$workdir/data" "$workdir/server.log" -w -o "${GPUSORT_TEST_OPTION
   || { cat "$workdir/server.log"; echo "$passed passed, $((failed + 1)) failed"; exit 1; }
 
 export PGHOST="$workdir" PGPORT="$port" PGUSER="$dbuser"
-make -s installcheck PG_CONFIG="$pg_config" > "$workdir/regress.log" 2>&1
+bounded 2400 "the regress suite" make -s installcheck PG_CONFIG="$pg_config" > "$workdir/regress.log" 2>&1
 grep -E "^(ok|not ok|test |     |#|\S+ +\.\.\. )|tests|failed" "$workdir/regress.log" | tail -n 40
 total=$(grep -cE "^(ok|not ok) |^test .*\.\.\. |^     [a-z_]+ +\.\.\. " "$workdir/regress.log")
 bad=$(grep -cE "^not ok |\.\.\. FAILED|\.\.\. failed" "$workdir/regress.log")
-if [ "$total" -eq 0 ]; then
+if [ "$total" -eq 0 ] || grep -q "^the regress suite was stopped" "$workdir/regress.log"; then
   cat "$workdir/regress.log"
   bad=1
   total=1
@@ -177,14 +194,14 @@ fi
 if [ "${GPUSORT_SERVICE_TEST:-1}" != 0 ]; then
   echo "== the GPU service (emulated GPUs: queue, cancellation, crashes)"
   server_stop "$workdir/data" fast
-  test/service/run.sh > "$workdir/service.log" 2>&1
+  bounded 2400 "the GPU service test" test/service/run.sh > "$workdir/service.log" 2>&1
   grep -E "^(not ok|==)|^[0-9]+ passed" "$workdir/service.log"
   count_from "$workdir/service.log" "the GPU service test"
 fi
 if [ "${GPUSORT_CHAOS_SECONDS:-90}" != 0 ]; then
   echo "== the GPU service under fire (kill -9, SIGSTOP, terminations, reloads, restarts)"
   server_stop "$workdir/data" fast
-  test/service/chaos.sh > "$workdir/chaos.log" 2>&1
+  bounded 1200 "the chaos test" test/service/chaos.sh > "$workdir/chaos.log" 2>&1
   grep -E "^(not ok|ok|sorts right|chaos for|WRONG|ERROR)|^[0-9]+ passed" "$workdir/chaos.log"
   count_from "$workdir/chaos.log" "the chaos test"
 fi
@@ -194,12 +211,13 @@ citus_lib="$($pg_config --pkglibdir)/citus.so"
 if [ "${GPUSORT_CITUS:-1}" != 0 ] && { [ -f "$citus_lib" ] || [ "$(id -u)" -eq 0 ]; } &&
    [[ $($pg_config --bindir) == /usr/lib/postgresql/*/bin ]]; then
   echo "== gpusort on a Citus cluster"
-  test/citus/run.sh > "$workdir/citus.log" 2>&1
+  bounded 1800 "the Citus test" test/citus/run.sh > "$workdir/citus.log" 2>&1
   grep -E "^(FAILED|ok )|^[0-9]+ passed|run time" "$workdir/citus.log" | grep -v "^ok " | tail -n 20
   count_from "$workdir/citus.log" "the Citus test"
 else
   echo "== Citus test skipped (Citus is not installed: sudo test/setup.sh installs it)"
 fi
 
+[ -n "$stopped" ] && echo "stopped for running far beyond their usual time:$stopped"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
