@@ -146,4 +146,47 @@ SELECT q, same_order(q, k) FROM (VALUES
 RESET work_mem;
 RESET max_parallel_workers_per_gather;
 
+-- A prefix as wide as the data needs: where the column's statistics say
+-- that many rows would still tie at 15 bytes (names that share their
+-- first 13), the planner gives the key 23 or 31 bytes (EXPLAIN says so)
+-- and the comparator has nothing left to order; without statistics the
+-- prefix keeps 15 bytes and the comparator orders the ties. Both give
+-- PostgreSQL's rows in PostgreSQL's order, in memory, in runs beyond
+-- work_mem and in parallel.
+CREATE TABLE names_analyzed WITH (autovacuum_enabled = off) AS
+SELECT i AS id, 'customer_' || lpad((hashint8(i) & 1048575)::text, 11, '0') || '_' || (i % 97) AS name,
+       repeat('shared_', 6) || (i % 9) AS longer
+FROM generate_series(1, 20000) i;
+CREATE TABLE names_unanalyzed WITH (autovacuum_enabled = off) AS SELECT * FROM names_analyzed;
+ANALYZE names_analyzed;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM names_analyzed ORDER BY name COLLATE "C";
+EXPLAIN (COSTS OFF) SELECT * FROM names_unanalyzed ORDER BY name COLLATE "C";
+-- a prefix shared beyond the widest width: no wider prefix is worth it
+EXPLAIN (COSTS OFF) SELECT * FROM names_analyzed ORDER BY longer COLLATE "C", id;
+SELECT line FROM explain_stable('SELECT * FROM names_analyzed ORDER BY name COLLATE "C"', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide';
+SELECT line FROM explain_stable('SELECT * FROM names_unanalyzed ORDER BY name COLLATE "C"', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide';
+SELECT line FROM explain_stable('SELECT * FROM names_analyzed ORDER BY longer COLLATE "C", id', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, name::bytea AS x FROM names_analyzed ORDER BY name COLLATE "C"', 'x'),
+  ('SELECT id, name::bytea AS x FROM names_analyzed ORDER BY name COLLATE "C" DESC, id', 'x, id'),
+  ('SELECT id, name::bytea AS x FROM names_unanalyzed ORDER BY name COLLATE "C"', 'x'),
+  ('SELECT id, longer::bytea AS x, name::bytea AS y FROM names_analyzed ORDER BY longer COLLATE "C", name COLLATE "C" DESC', 'x, y'),
+  ('SELECT id, name::bytea AS x FROM names_analyzed ORDER BY name COLLATE "C" LIMIT 100', 'x')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, name::bytea AS x FROM names_analyzed ORDER BY name COLLATE "C", id', 'x, id'),
+  ('SELECT id, longer::bytea AS x FROM names_analyzed ORDER BY longer COLLATE "C" DESC, id', 'x, id')
+) AS queries(q, k);
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, name::bytea AS x FROM names_analyzed ORDER BY name COLLATE "C", id', 'x, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+
 DROP SCHEMA order_by_text CASCADE;

@@ -33,6 +33,7 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
 	bool		use_prefix = gpusort_explain_rtable_size(es) > 1 || es->verbose;
 	List	   *keys = NIL;
+	List	   *wide_prefixes = NIL;
 
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
@@ -41,6 +42,7 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 		TypeCacheEntry *type;
 		Oid			sort_operator = state->plan.sort_operator[k];
 		bool		pattern;
+		int			words;
 
 		if (state->plan.key_part[k] > 0)
 			continue;			/* a later word of the key before */
@@ -49,6 +51,12 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 		initStringInfo(&key);
 		appendStringInfoString(&key, deparse_expression((Node *) tle->expr, context,
 														use_prefix, false));
+		/* a string's prefix the planner widened (planner.c) */
+		words = gpusort_plan_key_words(&state->plan, k);
+		if (state->key_types[k] != NULL && gpusort_prefix_may_widen(state->key_types[k]) &&
+			words != GPUSORT_PREFIX_WORDS)
+			wide_prefixes = lappend(wide_prefixes,
+									psprintf("%s (%d bytes)", key.data, words * 8 - 1));
 		/* an operator neither the type's default < nor > (a pattern
 		 * operator, ~<~): named, as PostgreSQL's Sort names it */
 		type = lookup_type_cache(exprType((Node *) tle->expr),
@@ -76,6 +84,8 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 		keys = lappend(keys, key.data);
 	}
 	ExplainPropertyList("Sort Key", keys, es);
+	if (wide_prefixes != NIL)
+		ExplainPropertyList("Wide Key Prefix", wide_prefixes, es);
 }
 
 /* Rows held in a GPU's memory (a rows job), if any, and their size. */

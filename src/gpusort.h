@@ -54,16 +54,29 @@ typedef struct GpuSortType
 	uint64_t	(*encode) (Datum value);
 	void		(*encode_words) (Datum value, uint64_t *words);
 	Datum		(*decode) (uint64_t key);	/* array elements only */
-	/* a string under a collation with sort keys (gpusort_find_key_type()):
-	 * all nwords words from the value's sort key in `locale` */
-	void		(*encode_collated) (const struct GpuSortType *type, Datum value,
-									uint64_t *words);
+	/* a string: all nwords words of its prefix, from its bytes or, under a
+	 * collation with sort keys (gpusort_find_key_type()), from its sort
+	 * key in `locale` */
+	void		(*encode_prefix) (const struct GpuSortType *type, Datum value,
+								  uint64_t *words);
 	pg_locale_t locale;
 } GpuSortType;
 
+/*
+ * A string key's prefix: GPUSORT_PREFIX_WORDS words (15 bytes and the
+ * flag) unless the planner saw in the column's statistics that many rows
+ * would still tie there, and chose up to GPUSORT_PREFIX_MAX_WORDS.
+ */
+#define GPUSORT_PREFIX_WORDS 2
+#define GPUSORT_PREFIX_MAX_WORDS 4
+
 extern const GpuSortType *gpusort_find_type(Oid type);
 extern bool gpusort_key_collation_supported(Oid type, Oid collation);
-extern const GpuSortType *gpusort_find_key_type(Oid type, Oid collation);
+extern const GpuSortType *gpusort_find_key_type(Oid type, Oid collation, int nwords);
+extern bool gpusort_prefix_may_widen(const GpuSortType *type);
+extern int	gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
+											const float4 *common_share, int ncommon,
+											const Datum *bounds, int nbounds, int max_words);
 extern const char *gpusort_type_names(bool integral_only);
 extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
 extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);
@@ -173,6 +186,7 @@ gpusort_row_overhead(int nkeys)
 extern List *gpusort_plan_info_to_list(const GpuSortPlanInfo *info);
 extern void gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info);
 extern bool gpusort_plan_has_prefix_keys(const GpuSortPlanInfo *plan);
+extern int	gpusort_plan_key_words(const GpuSortPlanInfo *plan, int k);
 
 /* executor.c */
 extern CustomScanMethods gpusort_scan_methods;

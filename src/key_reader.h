@@ -41,8 +41,8 @@ extern void key_reader_describe(KeyReader *reader, TupleDesc desc);
 static inline void
 key_reader_encode_value(const GpuSortType *type, Datum value, uint64_t *keys)
 {
-	if (type->encode_collated != NULL)
-		type->encode_collated(type, value, keys);
+	if (type->encode_prefix != NULL)
+		type->encode_prefix(type, value, keys);
 	else if (type->encode_words != NULL)
 		type->encode_words(value, keys);
 	else

@@ -117,3 +117,15 @@ gpusort_plan_has_prefix_keys(const GpuSortPlanInfo *plan)
 	}
 	return false;
 }
+
+/* The engine key columns of the SQL key whose first word is column k. */
+int
+gpusort_plan_key_words(const GpuSortPlanInfo *plan, int k)
+{
+	int			words = 1;
+
+	Assert(plan->key_part[k] == 0);
+	while (k + words < plan->nkeys && plan->key_part[k + words] > 0)
+		words++;
+	return words;
+}

@@ -58,6 +58,9 @@
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "statistics/statistics.h"
+#include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
@@ -172,15 +175,79 @@ gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise)
 }
 
 /*
+ * How many words a string key's prefix gets (types.c,
+ * gpusort_prefix_words_for_sample()), from the statistics of the column
+ * it is (or of an expression index's expression): the default where there
+ * are none, or where the user may not read them (nothing of them shows
+ * but the width, yet PostgreSQL's estimators keep to the same rule).
+ */
+static int
+string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max_words)
+{
+	VariableStatData vardata;
+	int			words = GPUSORT_PREFIX_WORDS;
+
+	if (max_words <= GPUSORT_PREFIX_WORDS)
+		return words;
+	examine_variable(root, (Node *) expr, 0, &vardata);
+	/* the statistics' values are of the key's type (varchar's are text's) */
+	if (HeapTupleIsValid(vardata.statsTuple) && vardata.acl_ok &&
+		(vardata.atttype == type ||
+		 ((vardata.atttype == TEXTOID || vardata.atttype == VARCHAROID) &&
+		  (type == TEXTOID || type == VARCHAROID))))
+	{
+		AttStatsSlot common;
+		AttStatsSlot bounds;
+		bool		has_common = get_attstatsslot(&common, vardata.statsTuple,
+												  STATISTIC_KIND_MCV, InvalidOid,
+												  ATTSTATSSLOT_VALUES | ATTSTATSSLOT_NUMBERS);
+		bool		has_bounds = get_attstatsslot(&bounds, vardata.statsTuple,
+												  STATISTIC_KIND_HISTOGRAM, InvalidOid,
+												  ATTSTATSSLOT_VALUES);
+
+		words = gpusort_prefix_words_for_sample(type, collation,
+												has_common ? common.values : NULL,
+												has_common ? common.numbers : NULL,
+												has_common ? Min(common.nvalues, common.nnumbers) : 0,
+												has_bounds ? bounds.values : NULL,
+												has_bounds ? bounds.nvalues : 0, max_words);
+		if (has_common)
+			free_attstatsslot(&common);
+		if (has_bounds)
+			free_attstatsslot(&bounds);
+	}
+	ReleaseVariableStats(vardata);
+	return words;
+}
+
+/* One ORDER BY key, as analyze_sort_keys() found it. */
+typedef struct SortKeyFound
+{
+	Expr	   *expr;
+	Oid			type;
+	const GpuSortType *key_type;
+	Oid			sort_operator;
+	Oid			collation;
+	bool		descending;
+	bool		nulls_first;
+	int			words;			/* engine key columns it takes */
+} SortKeyFound;
+
+/*
  * Fills info (except attnos) and the key expressions (one per engine key
  * column: a key of several words repeats its expression) if every ORDER BY
- * key can be a GpuSort key; returns false otherwise.
+ * key can be a GpuSort key; returns false otherwise. A string key's prefix
+ * is widened where its statistics say many rows would tie at the default
+ * width, as far as GS_MAX_KEY_COLUMNS leaves room.
  */
 static bool
 analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 				  GpuSortPlanInfo *info, List **key_exprs)
 {
 	ListCell   *lc;
+	SortKeyFound found[GS_MAX_KEY_COLUMNS];
+	int			nfound = 0;
+	int			columns = 0;
 
 	memset(info, 0, sizeof(*info));
 	*key_exprs = NIL;
@@ -201,7 +268,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 			return false;
 		type = exprType((Node *) expr);
 		key_type = gpusort_find_type(type);
-		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
+		if (key_type == NULL || columns + key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
 		/* the type's default order (ORDER BY ... USING < or >), or a
 		 * string's pattern order (USING ~<~); other orders are left alone */
@@ -226,20 +293,42 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		collation = bytewise ? C_COLLATION_OID : pathkey->pk_eclass->ec_collation;
 		if (!gpusort_key_collation_supported(type, collation))
 			return false;
-		/* one engine key column per word of the key, most significant first */
-		for (int part = 0; part < key_type->nwords; part++)
+		found[nfound].expr = expr;
+		found[nfound].type = type;
+		found[nfound].key_type = key_type;
+		found[nfound].sort_operator = sort_operator;
+		found[nfound].collation = collation;
+		found[nfound].descending = strategy == BTGreaterStrategyNumber;
+		found[nfound].nulls_first = pathkey->pk_nulls_first;
+		found[nfound].words = key_type->nwords;
+		columns += key_type->nwords;
+		nfound++;
+	}
+	/* wider string prefixes, the first keys first, in the columns left */
+	for (int i = 0; i < nfound; i++)
+	{
+		int			room = GS_MAX_KEY_COLUMNS - columns;
+
+		if (room <= 0 || !gpusort_prefix_may_widen(found[i].key_type))
+			continue;
+		found[i].words = string_key_words(root, found[i].expr, found[i].type,
+										  found[i].collation, found[i].words + room);
+		columns += found[i].words - found[i].key_type->nwords;
+	}
+	/* one engine key column per word of the key, most significant first */
+	for (int i = 0; i < nfound; i++)
+		for (int part = 0; part < found[i].words; part++)
 		{
 			int			k = info->nkeys++;
 
-			info->key_type[k] = type;
+			info->key_type[k] = found[i].type;
 			info->key_part[k] = part;
-			info->descending[k] = strategy == BTGreaterStrategyNumber;
-			info->nulls_first[k] = pathkey->pk_nulls_first;
-			info->collation[k] = collation;
-			info->sort_operator[k] = sort_operator;
-			*key_exprs = lappend(*key_exprs, expr);
+			info->descending[k] = found[i].descending;
+			info->nulls_first[k] = found[i].nulls_first;
+			info->collation[k] = found[i].collation;
+			info->sort_operator[k] = found[i].sort_operator;
+			*key_exprs = lappend(*key_exprs, found[i].expr);
 		}
-	}
 	return info->nkeys > 0;
 }
 

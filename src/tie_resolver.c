@@ -26,7 +26,9 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 		const GpuSortType *type = gpusort_find_type(plan->key_type[k]);
 		SortSupport sort;
 
-		resolver->is_flag[k] = type->prefix_only && plan->key_part[k] == type->nwords - 1;
+		/* a prefix's flag: the last word of its key */
+		resolver->is_flag[k] = type->prefix_only &&
+			(k + 1 == plan->nkeys || plan->key_part[k + 1] == 0);
 		if (plan->key_part[k] > 0)
 			continue;			/* a later word of the same SQL key */
 		sort = &resolver->sort[resolver->nkeys];

@@ -248,79 +248,83 @@ encode_interval(Datum value, uint64_t *words)
 }
 
 /*
- * Strings: a prefix of PREFIX_WORDS words, compared as unsigned words in
- * order, whose bytes are the value's first PREFIX_BYTES bytes (zero after
- * its end) and whose last byte says whether the value may go on beyond
- * them (1) or is all there (0). Under a collation that orders by bytes
- * (the planner allows no other), a value that is all there and holds no
- * zero byte (text never does; bytea may) is determined by its prefix:
- * equal prefixes of two such values are equal values. A value that is
- * all there sorts before one that goes on with the same bytes, as it
- * should: it is a prefix of that one, and shorter. Equal prefixes that
- * go on are ties for the comparator (tie_resolver.c).
+ * Strings: a prefix of type->nwords words (GPUSORT_PREFIX_WORDS unless
+ * the planner chose a wider one, gpusort_prefix_words_for_sample()),
+ * compared as unsigned words in order, whose bytes are the value's first
+ * nwords * 8 - 1 bytes (zero after its end) and whose last byte says
+ * whether the value may go on beyond them (1) or is all there (0). Under a
+ * collation that orders by bytes (the planner allows no other), a value
+ * that is all there and holds no zero byte (text never does; bytea may) is
+ * determined by its prefix: equal prefixes of two such values are equal
+ * values. A value that is all there sorts before one that goes on with the
+ * same bytes, as it should: it is a prefix of that one, and shorter. Equal
+ * prefixes that go on are ties for the comparator (tie_resolver.c).
  */
-#define PREFIX_WORDS 2
-#define PREFIX_BYTES (PREFIX_WORDS * 8 - 1)
-
 static void
-prefix_words(const uint8 *bytes, size_t length, bool may_hold_zero, uint64_t *words)
+prefix_words(const uint8 *bytes, size_t length, bool may_hold_zero, int nwords,
+			 uint64_t *words)
 {
-	uint8		prefix[PREFIX_WORDS * 8];
+	uint8		prefix[GPUSORT_PREFIX_MAX_WORDS * 8];
+	size_t		prefix_bytes = (size_t) nwords * 8 - 1;
 
+	Assert(nwords >= 1 && nwords <= GPUSORT_PREFIX_MAX_WORDS);
 	memset(prefix, 0, sizeof(prefix));
-	memcpy(prefix, bytes, Min(length, PREFIX_BYTES));
-	prefix[PREFIX_BYTES] = length > PREFIX_BYTES ||
+	memcpy(prefix, bytes, Min(length, prefix_bytes));
+	prefix[prefix_bytes] = length > prefix_bytes ||
 		(may_hold_zero && memchr(bytes, 0, length) != NULL) ? 1 : 0;
-	for (int w = 0; w < PREFIX_WORDS; w++)
+	for (int w = 0; w < nwords; w++)
 		words[w] = big_endian(prefix + 8 * w, 8);
 }
 
 /* text and varchar: the bytes of the string */
 static void
-encode_text(Datum value, uint64_t *words)
+encode_text(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
 
-	prefix_words((const uint8 *) VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), false, words);
+	prefix_words((const uint8 *) VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), false,
+				 type->nwords, words);
 	if ((Pointer) text != DatumGetPointer(value))
 		pfree(text);
 }
 
 /* bpchar: bpcharcmp ignores trailing spaces */
 static void
-encode_bpchar(Datum value, uint64_t *words)
+encode_bpchar(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
 
 	prefix_words((const uint8 *) VARDATA_ANY(text),
-				 bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)), false, words);
+				 bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)), false,
+				 type->nwords, words);
 	if ((Pointer) text != DatumGetPointer(value))
 		pfree(text);
 }
 
 /* name: NAMEDATALEN bytes, the name up to its first zero */
 static void
-encode_name(Datum value, uint64_t *words)
+encode_name(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	const char *name = NameStr(*DatumGetName(value));
 
-	prefix_words((const uint8 *) name, strnlen(name, NAMEDATALEN), false, words);
+	prefix_words((const uint8 *) name, strnlen(name, NAMEDATALEN), false, type->nwords, words);
 }
 
 /* bytea: byteacmp is memcmp, then the shorter first; zero bytes allowed */
 static void
-encode_bytea(Datum value, uint64_t *words)
+encode_bytea(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	struct varlena *bytes = PG_DETOAST_DATUM_PACKED(value);
 
-	prefix_words((const uint8 *) VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), true, words);
+	prefix_words((const uint8 *) VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), true,
+				 type->nwords, words);
 	if ((Pointer) bytes != DatumGetPointer(value))
 		pfree(bytes);
 }
 
 /*
  * Strings under an ICU collation (compat.h): the prefix's bytes are the
- * first PREFIX_BYTES bytes of the value's ICU sort key (zero after a
+ * first nwords * 8 - 1 bytes of the value's ICU sort key (zero after a
  * shorter key: a sort key holds no zero byte, so a key that ends sorts
  * before every longer one it begins, as memcmp of whole keys has it), and
  * the flag is always 1: equal sort keys are not equal strings, neither
@@ -343,15 +347,17 @@ static void
 sort_key_prefix_words(const GpuSortType *type, const char *string, size_t length,
 					  uint64_t *words)
 {
-	uint8		prefix[PREFIX_WORDS * 8];
+	uint8		prefix[GPUSORT_PREFIX_MAX_WORDS * 8];
+	size_t		prefix_bytes = (size_t) type->nwords * 8 - 1;
 	size_t		written;
 
+	Assert(type->nwords >= 1 && type->nwords <= GPUSORT_PREFIX_MAX_WORDS);
 	memset(prefix, 0, sizeof(prefix));
-	written = gpusort_sort_key_prefix(type->locale, string, length, prefix, PREFIX_BYTES);
-	Assert(written <= PREFIX_BYTES);
+	written = gpusort_sort_key_prefix(type->locale, string, length, prefix, prefix_bytes);
+	Assert(written <= prefix_bytes);
 	(void) written;				/* the bytes after a shorter key stay zero */
-	prefix[PREFIX_BYTES] = 1;
-	for (int w = 0; w < PREFIX_WORDS; w++)
+	prefix[prefix_bytes] = 1;
+	for (int w = 0; w < type->nwords; w++)
 		words[w] = big_endian(prefix + 8 * w, 8);
 }
 
@@ -421,7 +427,8 @@ encode_numeric(Datum value, uint64_t *words)
 
 /*
  * type, typlen, byval, integral, array element, words, prefix only,
- * encode (one word) or encode_words (more), decode.
+ * encode (one word), encode_words (more), decode, encode_prefix (a
+ * string's prefix, as wide as the key type's nwords).
  * Only the first eight are array elements (array_functions.c reads them as
  * 2-, 4- or 8-byte values and writes integral ones back from their keys);
  * the others are ORDER BY keys only, and none of them is integral: the
@@ -450,11 +457,11 @@ static const GpuSortType supported_types[] = {
 	{INETOID, -1, false, false, false, 3, true, NULL, encode_inet, NULL},
 	{CIDROID, -1, false, false, false, 3, true, NULL, encode_inet, NULL},
 	/* variable-length: read through slot_getattr(), typlen -1 */
-	{TEXTOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
-	{VARCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_text, NULL},
-	{BPCHAROID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_bpchar, NULL},
-	{NAMEOID, NAMEDATALEN, false, false, false, PREFIX_WORDS, true, NULL, encode_name, NULL},
-	{BYTEAOID, -1, false, false, false, PREFIX_WORDS, true, NULL, encode_bytea, NULL},
+	{TEXTOID, -1, false, false, false, GPUSORT_PREFIX_WORDS, true, NULL, NULL, NULL, encode_text},
+	{VARCHAROID, -1, false, false, false, GPUSORT_PREFIX_WORDS, true, NULL, NULL, NULL, encode_text},
+	{BPCHAROID, -1, false, false, false, GPUSORT_PREFIX_WORDS, true, NULL, NULL, NULL, encode_bpchar},
+	{NAMEOID, NAMEDATALEN, false, false, false, GPUSORT_PREFIX_WORDS, true, NULL, NULL, NULL, encode_name},
+	{BYTEAOID, -1, false, false, false, GPUSORT_PREFIX_WORDS, true, NULL, NULL, NULL, encode_bytea},
 	{NUMERICOID, -1, false, false, false, 2, true, NULL, encode_numeric, NULL},
 };
 
@@ -486,23 +493,33 @@ gpusort_key_collation_supported(Oid type, Oid collation)
 }
 
 /*
- * The type as a key under `collation`: gpusort_find_type()'s, or, for a
- * string under a collation with sort keys, a copy in the current memory
- * context that encodes from them (the locale lives as long as the backend).
+ * The type as a key under `collation`, `nwords` words wide (a string's
+ * prefix; any other type has its own width and ignores it):
+ * gpusort_find_type()'s, or a copy in the current memory context for a
+ * string whose prefix is wider than the default or that encodes from sort
+ * keys (the locale lives as long as the backend).
  */
 const GpuSortType *
-gpusort_find_key_type(Oid type, Oid collation)
+gpusort_find_key_type(Oid type, Oid collation, int nwords)
 {
 	const GpuSortType *key_type = gpusort_find_type(type);
-	GpuSortType *collated;
+	GpuSortType *copy;
+	bool		collated;
 
-	if (key_type == NULL || !key_type->prefix_only || !type_is_collatable(type) ||
-		gpusort_collation_is_bytewise(collation))
+	if (key_type == NULL || !gpusort_prefix_may_widen(key_type))
 		return key_type;
-	collated = palloc(sizeof(GpuSortType));
-	*collated = *key_type;
-	collated->locale = gpusort_sort_key_locale(collation);
-	if (collated->locale == NULL)
+	collated = type_is_collatable(type) && !gpusort_collation_is_bytewise(collation);
+	if (!collated && nwords == key_type->nwords)
+		return key_type;
+	if (nwords < 1 || nwords > GPUSORT_PREFIX_MAX_WORDS)
+		elog(ERROR, "gpusort: a string key of %d words", nwords);
+	copy = palloc(sizeof(GpuSortType));
+	*copy = *key_type;
+	copy->nwords = nwords;
+	if (!collated)
+		return copy;
+	copy->locale = gpusort_sort_key_locale(collation);
+	if (copy->locale == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpusort: collation %u has no sort keys GpuSort can use", collation),
@@ -510,16 +527,130 @@ gpusort_find_key_type(Oid type, Oid collation)
 	switch (type)
 	{
 		case BPCHAROID:
-			collated->encode_collated = encode_bpchar_collated;
+			copy->encode_prefix = encode_bpchar_collated;
 			break;
 		case NAMEOID:
-			collated->encode_collated = encode_name_collated;
+			copy->encode_prefix = encode_name_collated;
 			break;
 		default:				/* text, varchar */
-			collated->encode_collated = encode_text_collated;
+			copy->encode_prefix = encode_text_collated;
 			break;
 	}
-	return collated;
+	return copy;
+}
+
+/* A string, whose prefix may be wider than GPUSORT_PREFIX_WORDS. */
+bool
+gpusort_prefix_may_widen(const GpuSortType *type)
+{
+	return type->encode_prefix != NULL;
+}
+
+/*
+ * How many words a string key's prefix should have (GPUSORT_PREFIX_WORDS
+ * to max_words), from a sample of the column: its most common values,
+ * each with the share of rows it has, and its histogram's bounds, spread
+ * evenly over the other rows (pg_statistic's MCV and histogram slots).
+ *
+ * Rows tie at a width when their prefixes are equal and the values go on
+ * beyond it: the comparator then orders them (tie_resolver.c), which can
+ * cost more than the whole sort of the prefixes (every row of a name-like
+ * column whose first 15 bytes are shared). At each width, the share of
+ * rows that would tie is estimated as
+ *   - every row of a common value that goes on beyond the width, and
+ *   - of the other rows, the share between two neighbouring bounds whose
+ *     prefixes are equal and go on (the bounds' prefixes sorted).
+ * The narrowest width whose share is within one per cent of the widest
+ * one's is taken: each word more costs 8 bytes a row in memory, in runs
+ * and in the GPU's records (the GPU's sort packs the words' bits by their
+ * observed ranges, so a word that stays zero costs it nothing).
+ */
+typedef struct SamplePrefix
+{
+	uint8		bytes[GPUSORT_PREFIX_MAX_WORDS * 8];	/* the last: the flag */
+} SamplePrefix;
+
+static int
+compare_sample_prefixes(const void *a, const void *b)
+{
+	return memcmp(((const SamplePrefix *) a)->bytes, ((const SamplePrefix *) b)->bytes,
+				  GPUSORT_PREFIX_MAX_WORDS * 8);
+}
+
+/* Does the value of this widest prefix go on beyond `prefix_bytes`? */
+static bool
+goes_on_beyond(const SamplePrefix *prefix, size_t prefix_bytes)
+{
+	const size_t widest = GPUSORT_PREFIX_MAX_WORDS * 8 - 1;
+
+	/* sort keys and text hold no zero byte: a value that goes on has a
+	 * byte there (a bytea's zero byte only makes this estimate low) */
+	return prefix->bytes[widest] != 0 ||
+		(prefix_bytes < widest && prefix->bytes[prefix_bytes] != 0);
+}
+
+static void
+sample_prefix(const GpuSortType *widest, Datum value, SamplePrefix *prefix)
+{
+	uint64_t	words[GPUSORT_PREFIX_MAX_WORDS];
+
+	widest->encode_prefix(widest, value, words);
+	for (int w = 0; w < GPUSORT_PREFIX_MAX_WORDS; w++)
+		for (int b = 0; b < 8; b++)
+			prefix->bytes[w * 8 + b] = (uint8) (words[w] >> (56 - 8 * b));
+}
+
+int
+gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
+								const float4 *common_share, int ncommon,
+								const Datum *bounds, int nbounds, int max_words)
+{
+	const GpuSortType *widest;
+	SamplePrefix *prefixes;
+	double		tied[GPUSORT_PREFIX_MAX_WORDS + 1];
+	double		other_rows = 1.0;
+	int			chosen;
+
+	max_words = Min(max_words, GPUSORT_PREFIX_MAX_WORDS);
+	if (max_words <= GPUSORT_PREFIX_WORDS || (ncommon == 0 && nbounds < 2))
+		return GPUSORT_PREFIX_WORDS;
+	widest = gpusort_find_key_type(type, collation, GPUSORT_PREFIX_MAX_WORDS);
+	if (widest == NULL || !gpusort_prefix_may_widen(widest))
+		return GPUSORT_PREFIX_WORDS;
+	prefixes = palloc(sizeof(SamplePrefix) * Max(ncommon, nbounds));
+	for (int w = GPUSORT_PREFIX_WORDS; w <= max_words; w++)
+		tied[w] = 0.0;
+	for (int i = 0; i < ncommon; i++)
+	{
+		sample_prefix(widest, common[i], &prefixes[i]);
+		other_rows -= common_share[i];
+		for (int w = GPUSORT_PREFIX_WORDS; w <= max_words; w++)
+			if (goes_on_beyond(&prefixes[i], (size_t) w * 8 - 1))
+				tied[w] += common_share[i];
+	}
+	if (nbounds >= 2)
+	{
+		for (int i = 0; i < nbounds; i++)
+			sample_prefix(widest, bounds[i], &prefixes[i]);
+		qsort(prefixes, nbounds, sizeof(SamplePrefix), compare_sample_prefixes);
+		for (int w = GPUSORT_PREFIX_WORDS; w <= max_words; w++)
+		{
+			size_t		prefix_bytes = (size_t) w * 8 - 1;
+			int			tied_spans = 0;
+
+			for (int i = 1; i < nbounds; i++)
+				if (goes_on_beyond(&prefixes[i - 1], prefix_bytes) &&
+					goes_on_beyond(&prefixes[i], prefix_bytes) &&
+					memcmp(prefixes[i - 1].bytes, prefixes[i].bytes, prefix_bytes) == 0)
+					tied_spans++;
+			tied[w] += Max(other_rows, 0.0) * tied_spans / (nbounds - 1);
+		}
+	}
+	pfree(prefixes);
+	chosen = GPUSORT_PREFIX_WORDS;
+	while (chosen < max_words && tied[chosen] > tied[max_words] + 0.01)
+		chosen++;
+	return chosen;
 }
 
 /* For error hints. */
