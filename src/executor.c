@@ -130,17 +130,18 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 		outerPlanState(node) = ExecInitNode(outerPlan(cscan), estate, eflags);
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
+		int			words;
+
 		if (state->plan.key_part[k] > 0)
 		{
 			/* a later word of the key before: the same key type */
 			state->key_types[k] = state->key_types[k - 1];
 			continue;
 		}
+		words = gpusort_plan_key_words(&state->plan, k);
 		state->key_types[k] = gpusort_find_key_type(state->plan.key_type[k],
-													state->plan.collation[k],
-													gpusort_plan_key_words(&state->plan, k));
-		if (state->key_types[k] == NULL ||
-			state->key_types[k]->nwords != gpusort_plan_key_words(&state->plan, k))
+													state->plan.collation[k], words);
+		if (state->key_types[k] == NULL || state->key_types[k]->nwords != words)
 			elog(ERROR, "gpusort: unsupported sort key type %u", state->plan.key_type[k]);
 	}
 	/*

@@ -53,8 +53,7 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 														use_prefix, false));
 		/* a string's prefix the planner widened (planner.c) */
 		words = gpusort_plan_key_words(&state->plan, k);
-		if (state->key_types[k] != NULL && gpusort_prefix_may_widen(state->key_types[k]) &&
-			words != GPUSORT_PREFIX_WORDS)
+		if (gpusort_prefix_may_widen(state->key_types[k]) && words != GPUSORT_PREFIX_WORDS)
 			wide_prefixes = lappend(wide_prefixes,
 									psprintf("%s (%d bytes)", key.data, words * 8 - 1));
 		/* an operator neither the type's default < nor > (a pattern
