@@ -1,9 +1,10 @@
 -- The table and settings of bench/key_types_text.sql and
 -- bench/key_types_other.sql (issue #44's key types), made once: 10M rows
 -- of a 32-char md5 text, a name-like text whose first 20 bytes many rows
--- share, a uuid and a numeric(12,2). The portable PostgreSQL has no ICU,
--- and GpuSort leaves libc and ICU collations to PostgreSQL, so the text
--- keys are timed under COLLATE "C" only.
+-- share, a uuid and a numeric(12,2). The text keys are timed under
+-- COLLATE "C" (key_types_text.sql) and under ICU's en-x-icu
+-- (key_types_icu.sql, a server built with ICU); GpuSort leaves libc
+-- collations other than C to PostgreSQL.
 \set ON_ERROR_STOP on
 \timing on
 \set rows 10000000

@@ -189,4 +189,36 @@ SELECT q, same_order(q, k) FROM (VALUES
 RESET work_mem;
 RESET max_parallel_workers_per_gather;
 
+-- Rows tied on their prefix are first ordered by the next 16 bytes
+-- (tie_resolver.c), and only those equal there too go to the comparator:
+-- values that differ just past the prefix, or not until later; bytea with
+-- zero bytes there; bpchar's trailing spaces; DESC; a key before the
+-- string.
+CREATE TABLE tails WITH (autovacuum_enabled = off) AS
+SELECT i AS id,
+  CASE WHEN i % 29 = 0 THEN NULL
+       ELSE 'fifteen_bytes__' || repeat('z', i % 3) || (hashint4(i) & 63) ||
+            CASE WHEN i % 4 = 0 THEN '' ELSE repeat('y', 20) || (i % 7) END END AS t,
+  CASE WHEN i % 31 = 0 THEN NULL
+       ELSE decode('00112233445566778899aabbccddee' || repeat('00', i % 3) ||
+                   lpad(to_hex(hashint4(i) & 255), 2, '0') || repeat('00', i % 2), 'hex') END AS by,
+  ('fifteen_bytes__' || (hashint4(i * 5) & 31) || repeat(' ', i % 4))::char(30) AS c
+FROM generate_series(1, 3000) i;
+SELECT line FROM explain_stable('SELECT * FROM tails ORDER BY t COLLATE "C", id', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C", id', 'x, id'),
+  ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C" DESC NULLS LAST, id', 'x, id'),
+  ('SELECT id, by AS x FROM tails ORDER BY by, id', 'x, id'),
+  ('SELECT id, by AS x FROM tails ORDER BY by DESC, id DESC', 'x, id'),
+  ('SELECT id, rtrim(c)::bytea AS x FROM tails ORDER BY c COLLATE "C", id', 'x, id'),
+  ('SELECT id, id % 5 AS a, t::bytea AS x, by AS y FROM tails ORDER BY id % 5, t COLLATE "C" DESC, by', 'a, x, y')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C", id', 'x, id'),
+  ('SELECT id, by AS x FROM tails ORDER BY by DESC, id DESC', 'x, id')
+) AS queries(q, k);
+RESET work_mem;
+
 DROP SCHEMA order_by_text CASCADE;

@@ -69,6 +69,13 @@ typedef struct GpuSortType
  */
 #define GPUSORT_PREFIX_WORDS 2
 #define GPUSORT_PREFIX_MAX_WORDS 4
+/*
+ * A group of rows tied on their prefix is first put in order by the next
+ * GPUSORT_TIE_WORDS words of it, where the type can encode them
+ * (tie_resolver.c), so a string key encodes up to GPUSORT_ENCODE_MAX_WORDS.
+ */
+#define GPUSORT_TIE_WORDS 2
+#define GPUSORT_ENCODE_MAX_WORDS (GPUSORT_PREFIX_MAX_WORDS + GPUSORT_TIE_WORDS)
 
 extern const GpuSortType *gpusort_find_type(Oid type);
 extern bool gpusort_key_collation_supported(Oid type, Oid collation);

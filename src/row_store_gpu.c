@@ -658,13 +658,21 @@ tied_row_bytes(const RowStore *store, uint32 length)
 static void
 empty_tie_group(GpuTieGroup *group)
 {
-	MemoryContextReset(group->context);
-	group->tuples = NULL;
-	group->keys = NULL;
-	group->nulls = NULL;
-	group->order = NULL;
-	group->count = group->allocated = group->next = 0;
+	group->count = group->next = 0;
+	group->copies_used = 0;
 	group->bytes = 0;
+}
+
+/* The group's rows are all in: `tuples` points at their copies, `order`
+ * lists them as they came. */
+static void
+complete_tie_group(GpuTieGroup *group)
+{
+	for (size_t i = 0; i < group->count; i++)
+	{
+		group->tuples[i] = (MinimalTuple) (group->copies + group->offsets[i]);
+		group->order[i] = (uint32_t) i;
+	}
 }
 
 /* Reading the GPU run starts (again): no group, no row read ahead. */
@@ -680,8 +688,6 @@ restart_gpu_ties(RowStore *store)
 		MemoryContext old_context = MemoryContextSwitchTo(store->context);
 
 		group = palloc0(sizeof(GpuTieGroup));
-		group->context = AllocSetContextCreate(store->context, "GpuSort GPU run ties",
-											   ALLOCSET_DEFAULT_SIZES);
 		group->budget = gpu_tie_memory(store);
 		group->spill_slot = MakeSingleTupleTableSlot(store->spec.tuple_desc,
 													 &TTSOpsMinimalTuple);
@@ -737,6 +743,7 @@ spill_group(RowStore *store, GpuTieGroup *group)
 	MemoryContextSwitchTo(old_context);
 	memcpy(group->spill_keys, group->keys, store->nkeys * sizeof(uint64_t));
 	memcpy(group->spill_nulls, group->nulls, store->nkeys);
+	complete_tie_group(group);
 	for (size_t i = 0; i < group->count; i++)
 	{
 		ExecStoreMinimalTuple(group->tuples[i], group->spill_slot, false);
@@ -769,25 +776,42 @@ add_tied_row(RowStore *store, GpuTieGroup *group, const uint64_t *keys, const bo
 	if (group->count == group->allocated)
 	{
 		size_t		allocated = Max(group->allocated * 2, 16);
-		MemoryContext old_context = MemoryContextSwitchTo(group->context);
+		MemoryContext old_context = MemoryContextSwitchTo(store->context);
 
 		if (group->tuples == NULL)
 		{
+			group->offsets = palloc(allocated * sizeof(Size));
 			group->tuples = palloc(allocated * sizeof(MinimalTuple));
+			group->order = palloc(allocated * sizeof(uint32_t));
 			group->keys = palloc(allocated * store->nkeys * sizeof(uint64_t));
 			group->nulls = palloc(allocated * store->nkeys);
 		}
 		else
 		{
-			group->tuples = repalloc(group->tuples, allocated * sizeof(MinimalTuple));
-			group->keys = repalloc(group->keys, allocated * store->nkeys * sizeof(uint64_t));
-			group->nulls = repalloc(group->nulls, allocated * store->nkeys);
+			group->offsets = repalloc_huge(group->offsets, allocated * sizeof(Size));
+			group->tuples = repalloc_huge(group->tuples, allocated * sizeof(MinimalTuple));
+			group->order = repalloc_huge(group->order, allocated * sizeof(uint32_t));
+			group->keys = repalloc_huge(group->keys, allocated * store->nkeys * sizeof(uint64_t));
+			group->nulls = repalloc_huge(group->nulls, allocated * store->nkeys);
 		}
 		group->allocated = allocated;
 		MemoryContextSwitchTo(old_context);
 	}
-	group->tuples[group->count] = MemoryContextAlloc(group->context, tuple->t_len);
-	memcpy(group->tuples[group->count], tuple, tuple->t_len);
+	if (group->copies_used + MAXALIGN(tuple->t_len) > group->copies_size)
+	{
+		/* double, but past the budget only by what this row needs */
+		Size		needed = group->copies_used + MAXALIGN(tuple->t_len);
+		Size		size = Max(Min(Max(group->copies_size * 2, (Size) 65536), group->budget),
+							   needed);
+
+		group->copies = group->copies == NULL ?
+			MemoryContextAllocHuge(store->context, size) :
+			repalloc_huge(group->copies, size);
+		group->copies_size = size;
+	}
+	group->offsets[group->count] = group->copies_used;
+	memcpy(group->copies + group->copies_used, tuple, tuple->t_len);
+	group->copies_used += MAXALIGN(tuple->t_len);
 	memcpy(group->keys + group->count * store->nkeys, keys, store->nkeys * sizeof(uint64_t));
 	memcpy(group->nulls + group->count * store->nkeys, nulls, store->nkeys);
 	group->count++;
@@ -876,9 +900,7 @@ next_tied_row(RowStore *store, GpuRecordReader read, void *source, uint64_t *key
 		tuplesort_performsort(group->spilled);
 		return next_tied_row(store, read, source, keys, nulls, tuple);
 	}
-	group->order = MemoryContextAlloc(group->context, group->count * sizeof(uint32_t));
-	for (size_t i = 0; i < group->count; i++)
-		group->order[i] = (uint32_t) i;
+	complete_tie_group(group);
 	if (group->count > 1)
 		tie_resolver_sort(store->ties, group->tuples, group->order, group->count);
 	return next_tied_row(store, read, source, keys, nulls, tuple);

@@ -135,10 +135,18 @@ typedef unsigned __int128 MergeKey;
  */
 typedef struct GpuTieGroup
 {
-	MemoryContext context;		/* the group's copies, emptied for each group */
 	Size		budget;			/* the most a group takes in memory */
-	/* the group in memory: copies of its rows and their keys; `order`
-	 * their order once sorted; `next` the next to return */
+	/*
+	 * The group in memory: copies of its rows, one after another in
+	 * `copies` (at `offsets`; `tuples` points at them once the group is
+	 * whole), and their keys; `order` their order once sorted; `next` the
+	 * next to return. The arrays keep their memory from group to group
+	 * (within budget), so that each group does not touch new pages.
+	 */
+	char	   *copies;
+	Size		copies_size;
+	Size		copies_used;
+	Size	   *offsets;
 	MinimalTuple *tuples;
 	uint64_t   *keys;			/* nkeys to a row */
 	bool	   *nulls;

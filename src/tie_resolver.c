@@ -20,11 +20,14 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 {
 	MemoryContext old_context = MemoryContextSwitchTo(context);
 	TieResolver *resolver = palloc0(sizeof(TieResolver));
+	bool		found_prefix = false;
 
+	resolver->ext_key = -1;
 	for (int k = 0; k < plan->nkeys; k++)
 	{
 		const GpuSortType *type = gpusort_find_type(plan->key_type[k]);
 		SortSupport sort;
+		int			words = 1;
 
 		/* a prefix's flag: the last word of its key */
 		resolver->is_flag[k] = type->prefix_only &&
@@ -43,6 +46,17 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 		resolver->collation[resolver->nkeys] = plan->collation[k];
 		resolver->nulls_first[resolver->nkeys] = plan->nulls_first[k];
 		resolver->last_attno = Max(resolver->last_attno, plan->key_attno[k]);
+		/* the first prefix key: its next words, if its type has them */
+		while (k + words < plan->nkeys && plan->key_part[k + words] > 0)
+			words++;
+		if (type->prefix_only && !found_prefix && gpusort_prefix_may_widen(type))
+		{
+			resolver->ext_key = resolver->nkeys;
+			resolver->ext_type = gpusort_find_key_type(plan->key_type[k], plan->collation[k],
+													   words + GPUSORT_TIE_WORDS);
+			resolver->ext_first = words - 1;
+		}
+		found_prefix |= type->prefix_only;
 		resolver->nkeys++;
 	}
 	resolver->desc = desc;
@@ -50,6 +64,7 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 	resolver->slot_b = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	resolver->context = AllocSetContextCreate(context, "GpuSort tie groups",
 											  ALLOCSET_DEFAULT_SIZES);
+	resolver->parent = context;
 	MemoryContextSwitchTo(old_context);
 	return resolver;
 }
@@ -99,26 +114,79 @@ tie_resolver_compare(TieResolver *resolver, MinimalTuple a, MinimalTuple b)
 	return compare_values(resolver, values_a, nulls_a, values_b, nulls_b);
 }
 
-/* A group's row as qsort_arg sorts it: its values and where it was. */
+/*
+ * A group's row as sort_tied_rows() sorts it: where it was (its values
+ * are at that place of the group's arrays), and the next words of its
+ * first prefix key (the first of them repeats the plan's last word but
+ * for its flag's byte, which is data here), inverted for a descending
+ * key.
+ */
+#define EXT_WORDS (GPUSORT_TIE_WORDS + 1)
 typedef struct TiedRow
 {
+	uint64_t	ext[EXT_WORDS];
 	uint32_t	row;
-	size_t		position;		/* in the group as it came: stability */
-	Datum	   *values;
-	bool	   *nulls;
+	uint32_t	position;		/* in the group as it came: stability */
 } TiedRow;
 
-static int
-compare_tied_rows(const void *a, const void *b, void *arg)
-{
-	const TiedRow *x = (const TiedRow *) a;
-	const TiedRow *y = (const TiedRow *) b;
-	int			order = compare_values((TieResolver *) arg, x->values, x->nulls,
-									   y->values, y->nulls);
+/* Groups smaller than this go to the comparator alone. */
+#define EXT_MIN_ROWS 8
 
+static inline int
+compare_tied_rows(const TiedRow *x, const TiedRow *y, TieResolver *resolver)
+{
+	int			order;
+
+	/*
+	 * Different next words order two rows as their values do: the rows
+	 * agree on every key before this one, and on its prefix, so this key
+	 * decides between them, and a wider prefix orders its values (types.c).
+	 */
+	if (resolver->group_ext)
+		for (int w = 0; w < EXT_WORDS; w++)
+			if (x->ext[w] != y->ext[w])
+				return x->ext[w] < y->ext[w] ? -1 : 1;
+	order = compare_values(resolver,
+						   resolver->tied_values + (size_t) x->position * resolver->nkeys,
+						   resolver->tied_nulls + (size_t) x->position * resolver->nkeys,
+						   resolver->tied_values + (size_t) y->position * resolver->nkeys,
+						   resolver->tied_nulls + (size_t) y->position * resolver->nkeys);
 	if (order != 0)
 		return order;
 	return x->position < y->position ? -1 : x->position > y->position ? 1 : 0;
+}
+
+/* sort_tied_rows(rows, n, resolver): the comparison inlined */
+#define ST_SORT sort_tied_rows
+#define ST_ELEMENT_TYPE TiedRow
+#define ST_COMPARE_ARG_TYPE TieResolver
+#define ST_COMPARE(a, b, arg) compare_tied_rows(a, b, arg)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* The next words of each row's first prefix key, where all have a value. */
+static bool
+fill_ext_words(TieResolver *resolver, TiedRow *tied, size_t n)
+{
+	int			k = resolver->ext_key;
+	uint64_t	invert;
+	uint64_t	words[GPUSORT_ENCODE_MAX_WORDS];
+
+	if (k < 0 || n < EXT_MIN_ROWS)
+		return false;
+	invert = resolver->sort[k].ssup_reverse ? ~UINT64CONST(0) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (resolver->tied_nulls[i * resolver->nkeys + k])
+			return false;
+	for (size_t i = 0; i < n; i++)
+	{
+		resolver->ext_type->encode_prefix(resolver->ext_type,
+										  resolver->tied_values[i * resolver->nkeys + k], words);
+		for (int w = 0; w < EXT_WORDS; w++)
+			tied[i].ext[w] = words[resolver->ext_first + w] ^ invert;
+	}
+	return true;
 }
 
 /*
@@ -129,21 +197,41 @@ compare_tied_rows(const void *a, const void *b, void *arg)
 void
 tie_resolver_sort(TieResolver *resolver, MinimalTuple const *tuples, uint32_t *rows, size_t n)
 {
-	MemoryContext old_context = MemoryContextSwitchTo(resolver->context);
-	TiedRow    *tied = MemoryContextAllocHuge(resolver->context, n * sizeof(TiedRow));
-	Datum	   *values = MemoryContextAllocHuge(resolver->context,
-												n * resolver->nkeys * sizeof(Datum));
-	bool	   *nulls = MemoryContextAllocHuge(resolver->context, n * resolver->nkeys);
+	MemoryContext old_context;
+	TiedRow    *tied;
+	Datum	   *values;
+	bool	   *nulls;
 
+	if (n > resolver->tied_capacity)
+	{
+		size_t		capacity = Max(n, 2 * resolver->tied_capacity);
+
+		if (resolver->tied_rows != NULL)
+		{
+			pfree(resolver->tied_rows);
+			pfree(resolver->tied_values);
+			pfree(resolver->tied_nulls);
+		}
+		resolver->tied_rows = MemoryContextAllocHuge(resolver->parent, capacity * sizeof(TiedRow));
+		resolver->tied_values = MemoryContextAllocHuge(resolver->parent,
+													   capacity * resolver->nkeys * sizeof(Datum));
+		resolver->tied_nulls = MemoryContextAllocHuge(resolver->parent, capacity * resolver->nkeys);
+		resolver->tied_capacity = capacity;
+	}
+	tied = resolver->tied_rows;
+	values = resolver->tied_values;
+	nulls = resolver->tied_nulls;
+	old_context = MemoryContextSwitchTo(resolver->context);
+	Assert(n <= PG_UINT32_MAX);
 	for (size_t i = 0; i < n; i++)
 	{
 		tied[i].row = rows[i];
-		tied[i].position = i;
-		tied[i].values = values + i * resolver->nkeys;
-		tied[i].nulls = nulls + i * resolver->nkeys;
-		key_values(resolver, resolver->slot_a, tuples[rows[i]], tied[i].values, tied[i].nulls);
+		tied[i].position = (uint32_t) i;
+		key_values(resolver, resolver->slot_a, tuples[rows[i]], values + i * resolver->nkeys,
+				   nulls + i * resolver->nkeys);
 	}
-	qsort_arg(tied, n, sizeof(TiedRow), compare_tied_rows, resolver);
+	resolver->group_ext = fill_ext_words(resolver, tied, n);
+	sort_tied_rows(tied, n, resolver);
 	for (size_t i = 0; i < n; i++)
 		rows[i] = tied[i].row;
 	ExecClearTuple(resolver->slot_a);

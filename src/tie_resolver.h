@@ -35,9 +35,26 @@ typedef struct TieResolver
 	/* engine columns that hold the last word of a prefix key: its low
 	 * byte is 1 where the prefix may not determine the value */
 	bool		is_flag[GS_MAX_KEY_COLUMNS];
+	/*
+	 * The first prefix key (engine columns before it are exact), where its
+	 * type can encode its value wider than the plan's prefix: a group's
+	 * rows, equal on the plan's words, are first ordered by the next words
+	 * of that wider prefix (ext_type, from word ext_first on), and only
+	 * those equal there as well go to the comparator.
+	 */
+	int			ext_key;		/* SQL key, or -1 */
+	const GpuSortType *ext_type;
+	int			ext_first;
+	bool		group_ext;		/* the group being sorted has them */
 	TupleTableSlot *slot_a;
 	TupleTableSlot *slot_b;
 	MemoryContext context;		/* for a group's values while it is sorted */
+	/* the arrays a group is sorted in, kept for the next (in `parent`) */
+	MemoryContext parent;
+	void	   *tied_rows;
+	Datum	   *tied_values;
+	bool	   *tied_nulls;
+	size_t		tied_capacity;
 	/* for EXPLAIN ANALYZE */
 	int64		groups;			/* groups of tied rows sorted */
 	int64		rows;			/* rows in them */

@@ -264,10 +264,10 @@ static void
 prefix_words(const uint8 *bytes, size_t length, bool may_hold_zero, int nwords,
 			 uint64_t *words)
 {
-	uint8		prefix[GPUSORT_PREFIX_MAX_WORDS * 8];
+	uint8		prefix[GPUSORT_ENCODE_MAX_WORDS * 8];
 	size_t		prefix_bytes = (size_t) nwords * 8 - 1;
 
-	Assert(nwords >= 1 && nwords <= GPUSORT_PREFIX_MAX_WORDS);
+	Assert(nwords >= 1 && nwords <= GPUSORT_ENCODE_MAX_WORDS);
 	memset(prefix, 0, sizeof(prefix));
 	memcpy(prefix, bytes, Min(length, prefix_bytes));
 	prefix[prefix_bytes] = length > prefix_bytes ||
@@ -347,11 +347,11 @@ static void
 sort_key_prefix_words(const GpuSortType *type, const char *string, size_t length,
 					  uint64_t *words)
 {
-	uint8		prefix[GPUSORT_PREFIX_MAX_WORDS * 8];
+	uint8		prefix[GPUSORT_ENCODE_MAX_WORDS * 8];
 	size_t		prefix_bytes = (size_t) type->nwords * 8 - 1;
 	size_t		written;
 
-	Assert(type->nwords >= 1 && type->nwords <= GPUSORT_PREFIX_MAX_WORDS);
+	Assert(type->nwords >= 1 && type->nwords <= GPUSORT_ENCODE_MAX_WORDS);
 	memset(prefix, 0, sizeof(prefix));
 	written = gpusort_sort_key_prefix(type->locale, string, length, prefix, prefix_bytes);
 	Assert(written <= prefix_bytes);
@@ -511,7 +511,7 @@ gpusort_find_key_type(Oid type, Oid collation, int nwords)
 	collated = type_is_collatable(type) && !gpusort_collation_is_bytewise(collation);
 	if (!collated && nwords == key_type->nwords)
 		return key_type;
-	if (nwords < 1 || nwords > GPUSORT_PREFIX_MAX_WORDS)
+	if (nwords < 1 || nwords > GPUSORT_ENCODE_MAX_WORDS)
 		elog(ERROR, "gpusort: a string key of %d words", nwords);
 	copy = palloc(sizeof(GpuSortType));
 	*copy = *key_type;
