@@ -564,7 +564,21 @@ gpusort_prefix_may_widen(const GpuSortType *type)
  * one's is taken: each word more costs 8 bytes a row in memory, in runs
  * and in the GPU's records (the GPU's sort packs the words' bits by their
  * observed ranges, so a word that stays zero costs it nothing).
+ *
+ * The bounds are a sparse sample, though: neighbouring rows of the table
+ * share longer beginnings than neighbouring bounds do (a name-like column
+ * of 10M rows under ICU: no two bounds shared 23 bytes of sort key, while
+ * nearly every row shared them with another). So a width
+ * must also reach, by SPAN_MARGIN_BYTES, past the longest beginning two
+ * neighbouring bounds share, unless it holds nearly every sampled value
+ * whole (then the rows it cannot tell apart are equal values), or the
+ * widest width does not reach there either. Without
+ * this, an ICU key (whose sort key is longer than its string, and whose
+ * equal prefixes are always ties) got a width that left every row tied.
+ * The margin covers about eight more levels of branching below the
+ * sample's: for bytes of digits, a table 10^8 times the sample.
  */
+#define SPAN_MARGIN_BYTES 8
 typedef struct SamplePrefix
 {
 	uint8		bytes[GPUSORT_PREFIX_MAX_WORDS * 8];	/* the last: the flag */
@@ -608,6 +622,7 @@ gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 	const GpuSortType *widest;
 	SamplePrefix *prefixes;
 	double		tied[GPUSORT_PREFIX_MAX_WORDS + 1];
+	bool		reaches[GPUSORT_PREFIX_MAX_WORDS + 1];
 	double		other_rows = 1.0;
 	int			chosen;
 
@@ -628,15 +643,29 @@ gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 			if (goes_on_beyond(&prefixes[i], (size_t) w * 8 - 1))
 				tied[w] += common_share[i];
 	}
+	for (int w = GPUSORT_PREFIX_WORDS; w <= max_words; w++)
+		reaches[w] = true;
 	if (nbounds >= 2)
 	{
+		size_t		longest_shared = 0;
+
 		for (int i = 0; i < nbounds; i++)
 			sample_prefix(widest, bounds[i], &prefixes[i]);
 		qsort(prefixes, nbounds, sizeof(SamplePrefix), compare_sample_prefixes);
+		for (int i = 1; i < nbounds; i++)
+		{
+			size_t		shared = 0;
+
+			while (shared < GPUSORT_PREFIX_MAX_WORDS * 8 - 1 &&
+				   prefixes[i - 1].bytes[shared] == prefixes[i].bytes[shared])
+				shared++;
+			longest_shared = Max(longest_shared, shared);
+		}
 		for (int w = GPUSORT_PREFIX_WORDS; w <= max_words; w++)
 		{
 			size_t		prefix_bytes = (size_t) w * 8 - 1;
 			int			tied_spans = 0;
+			int			going_on = 0;
 
 			for (int i = 1; i < nbounds; i++)
 				if (goes_on_beyond(&prefixes[i - 1], prefix_bytes) &&
@@ -644,11 +673,17 @@ gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 					memcmp(prefixes[i - 1].bytes, prefixes[i].bytes, prefix_bytes) == 0)
 					tied_spans++;
 			tied[w] += Max(other_rows, 0.0) * tied_spans / (nbounds - 1);
+			for (int i = 0; i < nbounds; i++)
+				going_on += goes_on_beyond(&prefixes[i], prefix_bytes);
+			reaches[w] = prefix_bytes >= longest_shared + SPAN_MARGIN_BYTES ||
+				going_on <= nbounds / 100;
 		}
 	}
 	pfree(prefixes);
 	chosen = GPUSORT_PREFIX_WORDS;
-	while (chosen < max_words && tied[chosen] > tied[max_words] + 0.01)
+	/* (where even the widest does not reach, reaching buys nothing) */
+	while (chosen < max_words &&
+		   (tied[chosen] > tied[max_words] + 0.01 || (!reaches[chosen] && reaches[max_words])))
 		chosen++;
 	return chosen;
 }
