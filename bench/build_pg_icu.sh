@@ -15,10 +15,15 @@
 #
 # There, before bench/device_run.sh (PG_MAJOR=18icu): the libraries go to
 # the system's path, since libicuuc finds libicudata only there (the
-# binaries' RUNPATH serves their own needs, not their libraries'):
+# binaries' RUNPATH serves their own needs, not their libraries'). Only
+# on a fresh machine: copied again over the files a running server has
+# mapped (a warm machine, the last call's server still up), they were
+# rewritten in place, and that server's launchers died of SIGSEGV at its
+# next restart (bench/README.md, "Text keys on the H200"):
 #
-#   tar xJf .device-carry/pg18icu-portable.tar.xz -C /tmp &&
-#     cp -a /tmp/gpusort-pg18icu/lib/libicu*.so.* /usr/local/lib/ && ldconfig
+#   [ -x /tmp/gpusort-pg18icu/bin/postgres ] ||
+#     { tar xJf .device-carry/pg18icu-portable.tar.xz -C /tmp &&
+#       cp -a /tmp/gpusort-pg18icu/lib/libicu*.so.* /usr/local/lib/ && ldconfig; }
 set -euo pipefail
 prefix=/tmp/gpusort-pg18icu
 source_tarball=${SOURCE:-../shared/postgresql/postgresql-18_18.6.orig.tar.bz2}
