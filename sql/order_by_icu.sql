@@ -118,4 +118,21 @@ RESET max_parallel_workers_per_gather;
 SELECT same_order('SELECT DISTINCT t COLLATE "en-x-icu" AS x FROM ut ORDER BY 1', 'x');
 SELECT same_order('SELECT id, t COLLATE "en-x-icu" AS x, row_number() OVER (ORDER BY t COLLATE "en-x-icu", id) AS r FROM ut ORDER BY r', 'x, r');
 
+-- Where the statistics say most rows share even the widest prefix (31
+-- bytes of sort key: paths in one long directory), one process resolving
+-- every row's ties would cost more than PostgreSQL's parallel sort: under
+-- ICU the parallel sort whose leader merges the shares is not offered (a
+-- Gather Merge over partial GpuSorts, each resolving its own rows' ties,
+-- is); under "C" (ties compared as bytes) it is.
+CREATE TABLE paths WITH (autovacuum_enabled = off) AS
+SELECT i AS id, '/srv/archive/projects/department_of_examples/reports/' || (i % 20000) || '.txt' AS p
+FROM generate_series(1, 200000) i;
+ANALYZE paths;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+EXPLAIN (COSTS OFF) SELECT * FROM paths ORDER BY p COLLATE "en-x-icu";
+EXPLAIN (COSTS OFF) SELECT * FROM paths ORDER BY p COLLATE "C";
+SELECT same_order('SELECT id, p COLLATE "en-x-icu" AS x FROM paths ORDER BY 2', 'x');
+
 DROP SCHEMA order_by_icu CASCADE;

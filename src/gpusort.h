@@ -83,7 +83,8 @@ extern const GpuSortType *gpusort_find_key_type(Oid type, Oid collation, int nwo
 extern bool gpusort_prefix_may_widen(const GpuSortType *type);
 extern int	gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 											const float4 *common_share, int ncommon,
-											const Datum *bounds, int nbounds, int max_words);
+											const Datum *bounds, int nbounds, int max_words,
+											double *tied_share);
 extern const char *gpusort_type_names(bool integral_only);
 extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
 extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);

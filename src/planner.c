@@ -181,13 +181,13 @@ gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise)
  * but the width, yet PostgreSQL's estimators keep to the same rule).
  */
 static int
-string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max_words)
+string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max_words,
+				 double *tied_share)
 {
 	VariableStatData vardata;
 	int			words = GPUSORT_PREFIX_WORDS;
 
-	if (max_words <= GPUSORT_PREFIX_WORDS)
-		return words;
+	*tied_share = 0.0;
 	examine_variable(root, (Node *) expr, 0, &vardata);
 	/* the statistics' values are of the key's type (varchar's are text's) */
 	if (HeapTupleIsValid(vardata.statsTuple) && vardata.acl_ok &&
@@ -209,7 +209,8 @@ string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max
 												has_common ? common.numbers : NULL,
 												has_common ? Min(common.nvalues, common.nnumbers) : 0,
 												has_bounds ? bounds.values : NULL,
-												has_bounds ? bounds.nvalues : 0, max_words);
+												has_bounds ? bounds.nvalues : 0, max_words,
+												tied_share);
 		if (has_common)
 			free_attstatsslot(&common);
 		if (has_bounds)
@@ -218,6 +219,10 @@ string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max
 	ReleaseVariableStats(vardata);
 	return words;
 }
+
+/* The share of rows that may tie on an ICU key's prefix, as the statistics
+ * tell, beyond which no one process resolves all ties (analyze_sort_keys()). */
+#define MAX_SORT_KEY_TIED_SHARE 0.5
 
 /* One ORDER BY key, as analyze_sort_keys() found it. */
 typedef struct SortKeyFound
@@ -237,11 +242,13 @@ typedef struct SortKeyFound
  * column: a key of several words repeats its expression) if every ORDER BY
  * key can be a GpuSort key; returns false otherwise. A string key's prefix
  * is widened where its statistics say many rows would tie at the default
- * width, as far as GS_MAX_KEY_COLUMNS leaves room.
+ * width, as far as GS_MAX_KEY_COLUMNS leaves room. With one_resolver (one
+ * process will resolve every row's ties), false also for an ICU key on
+ * which most rows would tie.
  */
 static bool
 analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
-				  GpuSortPlanInfo *info, List **key_exprs)
+				  bool one_resolver, GpuSortPlanInfo *info, List **key_exprs)
 {
 	ListCell   *lc;
 	SortKeyFound found[GS_MAX_KEY_COLUMNS];
@@ -306,13 +313,31 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 	/* wider string prefixes, the first keys first, in the columns left */
 	for (int i = 0; i < nfound; i++)
 	{
-		int			room = GS_MAX_KEY_COLUMNS - columns;
+		int			room = Max(GS_MAX_KEY_COLUMNS - columns, 0);
+		double		tied_share;
 
-		if (room <= 0 || !gpusort_prefix_may_widen(found[i].key_type))
+		if (!gpusort_prefix_may_widen(found[i].key_type))
 			continue;
 		found[i].words = string_key_words(root, found[i].expr, found[i].type,
-										  found[i].collation, found[i].words + room);
+										  found[i].collation, found[i].words + room,
+										  &tied_share);
 		columns += found[i].words - found[i].key_type->nwords;
+
+		/*
+		 * Under ICU every row whose prefix another shares goes to the
+		 * resolver (equal sort keys are not equal strings), which makes its
+		 * sort keys further on and compares. Where one process resolves
+		 * the ties of all the rows (one_resolver: the parallel sort's
+		 * merge) and the statistics say most rows would tie even at this
+		 * width, that costs more than PostgreSQL's parallel sort
+		 * (bench/README.md, "Text keys on the H200"): that shape is not
+		 * offered. A serial GpuSort still wins there, and a Gather Merge
+		 * over partial ones resolves each process's ties in that process.
+		 */
+		if (one_resolver && tied_share > MAX_SORT_KEY_TIED_SHARE &&
+			type_is_collatable(found[i].type) &&
+			!gpusort_collation_is_bytewise(found[i].collation))
+			return false;
 	}
 	/* one engine key column per word of the key, most significant first */
 	for (int i = 0; i < nfound; i++)
@@ -726,10 +751,12 @@ input_to_sort(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
  * under a LIMIT each process keeps the best LIMIT + OFFSET rows of its
  * share, as PostgreSQL's partial Sorts do. A partition's (child: its rel,
  * for a Merge Append above) is exact too, and bounded like the whole.
+ * one_resolver: a parallel sort's share, whose ties the merge resolves
+ * (analyze_sort_keys()).
  */
 static CustomPath *
 make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool partial,
-				  RelOptInfo *child, bool *approximate)
+				  bool one_resolver, RelOptInfo *child, bool *approximate)
 {
 	GpuSortPlanInfo info;
 	List	   *key_exprs;
@@ -742,7 +769,7 @@ make_gpusort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *input, bool p
 	if (has_setop_output_var((Node *) input->pathtarget->exprs, NULL))
 		return NULL;
 	if (!analyze_sort_keys(root, input->pathtarget, child ? child->relids : NULL,
-						   &info, &key_exprs))
+						   one_resolver, &info, &key_exprs))
 		return NULL;
 	info.approx_eligible = !partial && child == NULL && approximation_eligible(root, &info);
 	/* the approximate opt-in applies at any size; a partition's sort
@@ -839,7 +866,7 @@ make_partitionwise_path(PlannerInfo *root, RelOptInfo *input_rel, Path *input,
 
 		if (subpath->parallel_aware)
 			return NULL;
-		child = make_gpusort_path(root, input_rel, subpath, false, subpath->parent, &unused);
+		child = make_gpusort_path(root, input_rel, subpath, false, false, subpath->parent, &unused);
 		if (child == NULL || serial_loses_to_parallel(root, child, parallel_possible))
 			return NULL;
 		children = lappend(children, child);
@@ -871,7 +898,7 @@ make_parallel_sort_path(PlannerInfo *root, RelOptInfo *output_rel, Path *partial
 	double		shares;
 	int			nkeys;
 
-	share = make_gpusort_path(root, output_rel, partial_input, true, NULL, &unused);
+	share = make_gpusort_path(root, output_rel, partial_input, true, true, NULL, &unused);
 	if (share == NULL)
 		return NULL;
 	nkeys = list_length(lsecond(share->custom_private));
@@ -986,7 +1013,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 
 	if (citus_merge && root->parse->limitCount != NULL)
 		return;
-	full = make_gpusort_path(root, output_rel, input, false, NULL, &approximate);
+	full = make_gpusort_path(root, output_rel, input, false, false, NULL, &approximate);
 	if (outer_limit_favours_postgres(root, input, full))
 		return;
 	if (full != NULL && !approximate)
@@ -1007,7 +1034,7 @@ add_gpusort_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_re
 
 		if (!pathkeys_contained_in(root->sort_pathkeys, cheapest_partial->pathkeys))
 		{
-			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, NULL,
+			partial = make_gpusort_path(root, output_rel, cheapest_partial, true, false, NULL,
 										&unused);
 			if (partial != NULL && root->limit_tuples < 0)
 				parallel_sort = make_parallel_sort_path(root, output_rel, cheapest_partial);

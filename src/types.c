@@ -617,7 +617,8 @@ sample_prefix(const GpuSortType *widest, Datum value, SamplePrefix *prefix)
 int
 gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 								const float4 *common_share, int ncommon,
-								const Datum *bounds, int nbounds, int max_words)
+								const Datum *bounds, int nbounds, int max_words,
+								double *tied_share)
 {
 	const GpuSortType *widest;
 	SamplePrefix *prefixes;
@@ -626,8 +627,9 @@ gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 	double		other_rows = 1.0;
 	int			chosen;
 
+	*tied_share = 0.0;
 	max_words = Min(max_words, GPUSORT_PREFIX_MAX_WORDS);
-	if (max_words <= GPUSORT_PREFIX_WORDS || (ncommon == 0 && nbounds < 2))
+	if (max_words < GPUSORT_PREFIX_WORDS || (ncommon == 0 && nbounds < 2))
 		return GPUSORT_PREFIX_WORDS;
 	widest = gpusort_find_key_type(type, collation, GPUSORT_PREFIX_MAX_WORDS);
 	if (widest == NULL || !gpusort_prefix_may_widen(widest))
@@ -685,6 +687,7 @@ gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 	while (chosen < max_words &&
 		   (tied[chosen] > tied[max_words] + 0.01 || (!reaches[chosen] && reaches[max_words])))
 		chosen++;
+	*tied_share = tied[chosen];
 	return chosen;
 }
 
