@@ -668,10 +668,13 @@ empty_tie_group(GpuTieGroup *group)
 static void
 complete_tie_group(GpuTieGroup *group)
 {
+	Size		offset = 0;
+
 	for (size_t i = 0; i < group->count; i++)
 	{
-		group->tuples[i] = (MinimalTuple) (group->copies + group->offsets[i]);
+		group->tuples[i] = (MinimalTuple) (group->copies + offset);
 		group->order[i] = (uint32_t) i;
+		offset += MAXALIGN(group->tuples[i]->t_len);
 	}
 }
 
@@ -780,7 +783,6 @@ add_tied_row(RowStore *store, GpuTieGroup *group, const uint64_t *keys, const bo
 
 		if (group->tuples == NULL)
 		{
-			group->offsets = palloc(allocated * sizeof(Size));
 			group->tuples = palloc(allocated * sizeof(MinimalTuple));
 			group->order = palloc(allocated * sizeof(uint32_t));
 			group->keys = palloc(allocated * store->nkeys * sizeof(uint64_t));
@@ -788,7 +790,6 @@ add_tied_row(RowStore *store, GpuTieGroup *group, const uint64_t *keys, const bo
 		}
 		else
 		{
-			group->offsets = repalloc_huge(group->offsets, allocated * sizeof(Size));
 			group->tuples = repalloc_huge(group->tuples, allocated * sizeof(MinimalTuple));
 			group->order = repalloc_huge(group->order, allocated * sizeof(uint32_t));
 			group->keys = repalloc_huge(group->keys, allocated * store->nkeys * sizeof(uint64_t));
@@ -809,7 +810,6 @@ add_tied_row(RowStore *store, GpuTieGroup *group, const uint64_t *keys, const bo
 			repalloc_huge(group->copies, size);
 		group->copies_size = size;
 	}
-	group->offsets[group->count] = group->copies_used;
 	memcpy(group->copies + group->copies_used, tuple, tuple->t_len);
 	group->copies_used += MAXALIGN(tuple->t_len);
 	memcpy(group->keys + group->count * store->nkeys, keys, store->nkeys * sizeof(uint64_t));

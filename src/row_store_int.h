@@ -138,15 +138,14 @@ typedef struct GpuTieGroup
 	Size		budget;			/* the most a group takes in memory */
 	/*
 	 * The group in memory: copies of its rows, one after another in
-	 * `copies` (at `offsets`; `tuples` points at them once the group is
-	 * whole), and their keys; `order` their order once sorted; `next` the
+	 * `copies` (each MAXALIGNed; `tuples` points at them once the group
+	 * is whole), and their keys; `order` their order once sorted; `next` the
 	 * next to return. The arrays keep their memory from group to group
 	 * (within budget), so that each group does not touch new pages.
 	 */
 	char	   *copies;
 	Size		copies_size;
 	Size		copies_used;
-	Size	   *offsets;
 	MinimalTuple *tuples;
 	uint64_t   *keys;			/* nkeys to a row */
 	bool	   *nulls;

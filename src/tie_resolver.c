@@ -27,7 +27,6 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 	{
 		const GpuSortType *type = gpusort_find_type(plan->key_type[k]);
 		SortSupport sort;
-		int			words = 1;
 
 		/* a prefix's flag: the last word of its key */
 		resolver->is_flag[k] = type->prefix_only &&
@@ -47,10 +46,10 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 		resolver->nulls_first[resolver->nkeys] = plan->nulls_first[k];
 		resolver->last_attno = Max(resolver->last_attno, plan->key_attno[k]);
 		/* the first prefix key: its next words, if its type has them */
-		while (k + words < plan->nkeys && plan->key_part[k + words] > 0)
-			words++;
 		if (type->prefix_only && !found_prefix && gpusort_prefix_may_widen(type))
 		{
+			int			words = gpusort_plan_key_words(plan, k);
+
 			resolver->ext_key = resolver->nkeys;
 			resolver->ext_type = gpusort_find_key_type(plan->key_type[k], plan->collation[k],
 													   words + GPUSORT_TIE_WORDS);
