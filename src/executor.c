@@ -113,6 +113,47 @@ expand_input_columns(Node *node, void *input_tlist)
 	return expression_tree_mutator(node, expand_input_columns, input_tlist);
 }
 
+/*
+ * Does the node return its input's rows as they are, as a Sort does? Each
+ * column of its target list is the scan tuple's column of that place, as
+ * a reference to it or as the same constant the input put there (a
+ * subquery's unused outputs become NULLs of their type in both lists,
+ * which PostgreSQL's own check of the target list takes for a
+ * projection). Then no row is projected on its way out.
+ */
+static bool
+returns_input_rows(CustomScan *cscan, TupleDesc scan_desc)
+{
+	List	   *tlist = cscan->scan.plan.targetlist;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (list_length(tlist) != scan_desc->natts ||
+		list_length(cscan->custom_scan_tlist) != scan_desc->natts)
+		return false;
+	foreach(lc, tlist)
+	{
+		Expr	   *expr = ((TargetEntry *) lfirst(lc))->expr;
+		Expr	   *input = list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
+		Form_pg_attribute column = TupleDescAttr(scan_desc, i);
+
+		i++;
+		if (exprType((Node *) expr) != column->atttypid ||
+			exprTypmod((Node *) expr) != column->atttypmod)
+			return false;
+		if (IsA(expr, Var))
+		{
+			Var		   *var = (Var *) expr;
+
+			if (var->varno != INDEX_VAR || var->varattno != i)
+				return false;
+		}
+		else if (!IsA(expr, Const) || !equal(expr, input))
+			return false;
+	}
+	return true;
+}
+
 static void
 begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 {
@@ -157,7 +198,17 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 	node->ss.ps.scanops = &TTSOpsMinimalTuple;
 	node->ss.ps.scanopsfixed = true;
 	node->ss.ps.scanopsset = true;
-	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
+	if (returns_input_rows(cscan, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor))
+	{
+		/* as ExecConditionalAssignProjectionInfo() where no projection is
+		 * needed: the scan slot is the node's result */
+		node->ss.ps.ps_ProjInfo = NULL;
+		node->ss.ps.resultopsset = node->ss.ps.scanopsset;
+		node->ss.ps.resultopsfixed = node->ss.ps.scanopsfixed;
+		node->ss.ps.resultops = node->ss.ps.scanops;
+	}
+	else
+		ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	state->work_mem_bytes = (Size) work_mem * 1024;
 	/*
 	 * Decided now, not when the plan was made: a cached plan must not
