@@ -411,6 +411,15 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50', 'id')) v(q, k);
 SELECT read_pages('SELECT pad, k, id FROM pages ORDER BY k, id LIMIT 300') AS pages_projected,
        read_pages('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50') AS computed_by_scan;
+-- a subquery's outputs that the query above it does not use are NULLs of
+-- their type in the scan's target list and GpuSort's: the pages are still
+-- read, and the rows go up as they were sorted, with those NULLs
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT s.k, s.id FROM (SELECT * FROM pages ORDER BY k, id OFFSET 0) s', 'k, id'),
+  ('SELECT s.late, s.id FROM (SELECT * FROM pages ORDER BY late DESC, id LIMIT 500) s', 'late, id'),
+  ('SELECT s.id, s.k FROM (SELECT pad, id, k FROM pages WHERE late > 100 ORDER BY id DESC OFFSET 7) s', 'id')) v(q, k);
+SELECT read_pages('SELECT s.k, s.id FROM (SELECT * FROM pages ORDER BY k, id OFFSET 0) s') AS unused_outputs,
+       read_pages('SELECT count(*) FROM (SELECT * FROM pages ORDER BY late DESC, id LIMIT 500) s') AS none_used;
 -- a filter on the scan: evaluated for every visible tuple, as the scan
 -- would (so its counts are the scan's own), before the keys; NULL results
 -- remove the row; an outer row's value in a rescan

@@ -99,7 +99,7 @@ struct GpuSortState
 };
 
 /* table_pages.c: the child's table read by GpuSort itself */
-extern bool table_pages_usable(PlanState *child);
+extern bool table_pages_usable(PlanState *child, const GpuSortPlanInfo *plan);
 extern int64 table_pages_gather(PlanState *child, RowStore *store,
 								const RowStoreSpec *spec);
 

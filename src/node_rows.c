@@ -39,7 +39,7 @@ void
 gpusort_gather_rows(GpuSortState *state, PlanState *child, RowStoreSpec *spec)
 {
 	state->rows = row_store_begin(spec);
-	state->read_table = table_pages_usable(child);
+	state->read_table = table_pages_usable(child, &state->plan);
 	if (state->read_table)
 		state->table_pages_read = table_pages_gather(child, state->rows, spec);
 	else

@@ -501,9 +501,9 @@ files_pass_temp_file_limit(PlannerInfo *root, Path *input, int nkeys, bool bound
 /*
  * Will GpuSort read the input's table pages itself (table_pages.c)? A Seq
  * Scan (or Parallel Seq Scan) of a table, returning some of its columns
- * (its filter, if any, is evaluated as the scan would). The executor
- * checks the rest (the table's access method, a parallel scan's shared
- * memory) when it runs.
+ * and constants (its filter, if any, is evaluated as the scan would). The
+ * executor checks the rest (the table's access method, a parallel scan's
+ * shared memory, keys that are columns) when it runs.
  */
 static bool
 reads_table_pages(PlannerInfo *root, Path *input)
@@ -519,6 +519,8 @@ reads_table_pages(PlannerInfo *root, Path *input)
 	{
 		Var		   *var = (Var *) lfirst(lc);
 
+		if (IsA(var, Const))
+			continue;			/* a subquery's unused output */
 		if (!IsA(var, Var) || var->varno != rel->relid || var->varattno <= 0)
 			return false;
 	}

@@ -13,9 +13,9 @@
  * is evaluated for every visible tuple, as the scan would, so that the
  * scan's counts in EXPLAIN ANALYZE stay exact. Each passing tuple's keys
  * are read where it lies on the page; only a row the row store keeps is
- * put together and, where the scan picks columns (plain column references
- * only), projected by the scan's own projection. So a bounded sort's rows
- * past its threshold cost a few loads each (and the filter).
+ * put together and, where the scan picks columns (column references and
+ * constants only), projected by the scan's own projection. So a bounded
+ * sort's rows past its threshold cost a few loads each (and the filter).
  *
  * The Seq Scan node is not run, but its instrumentation counts what was
  * read here, so EXPLAIN ANALYZE shows its rows and buffers as before.
@@ -36,7 +36,8 @@
 
 /*
  * The table column of each entry of the scan's target list where every
- * entry is one (a plain column reference); false otherwise.
+ * entry is one (a plain column reference) or a constant (0 there: a
+ * subquery's unused outputs are NULLs of their type); false otherwise.
  */
 static bool
 table_columns(PlanState *child, AttrNumber *columns)
@@ -48,12 +49,18 @@ table_columns(PlanState *child, AttrNumber *columns)
 	foreach(lc, child->plan->targetlist)
 	{
 		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+		AttrNumber	column = InvalidAttrNumber;
 
-		if (!IsA(var, Var) || var->varno != scanrelid || var->varlevelsup != 0 ||
-			var->varattno <= 0)
+		if (IsA(var, Var))
+		{
+			if (var->varno != scanrelid || var->varlevelsup != 0 || var->varattno <= 0)
+				return false;
+			column = var->varattno;
+		}
+		else if (!IsA(var, Const))
 			return false;
 		if (columns != NULL)
-			columns[i] = var->varattno;
+			columns[i] = column;
 		i++;
 	}
 	return true;
@@ -77,17 +84,26 @@ parallel_scan(PlanState *child)
  * (the scan must return the row being rechecked, not the table's).
  */
 bool
-table_pages_usable(PlanState *child)
+table_pages_usable(PlanState *child, const GpuSortPlanInfo *plan)
 {
 	ScanState  *scan = (ScanState *) child;
 	EState	   *estate = child->state;
+	AttrNumber	columns[MaxHeapAttributeNumber];
 
 	if (!gpusort_read_table_pages || !IsA(child, SeqScanState))
 		return false;
 	if (child->plan->parallel_aware && parallel_scan(child) == NULL)
 		return false;
-	if (child->ps_ProjInfo != NULL && !table_columns(child, NULL))
-		return false;
+	if (child->ps_ProjInfo != NULL)
+	{
+		/* the keys are read from the table's columns */
+		if (list_length(child->plan->targetlist) > MaxHeapAttributeNumber ||
+			!table_columns(child, columns))
+			return false;
+		for (int k = 0; k < plan->nkeys; k++)
+			if (columns[plan->key_attno[k] - 1] == InvalidAttrNumber)
+				return false;
+	}
 	if (estate->es_epq_active != NULL || !IsMVCCSnapshot(estate->es_snapshot))
 		return false;
 	return scan->ss_currentRelation->rd_tableam == GetHeapamTableAmRoutine() &&
