@@ -16,7 +16,8 @@
 #   bench/device_run.sh sites         # bench/sort_sites_bench.sh: issue #45's
 #                                     # cells (ROWS, U_ROWS, N_GROUPS, WORK_MEMS,
 #                                     # SHAPES, REPEAT, WORKERS, FORCE, REUSE_TABLE)
-#   bench/device_run.sh sql FILE      # psql -f FILE
+#   bench/device_run.sh sql FILE      # psql -f FILE (PSQL_ARGS: more of psql's
+#                                     # arguments, such as -v NAME=VALUE)
 #   bench/device_run.sh chaos         # test/service/chaos.sh on the GPU, for
 #                                     # GPUSORT_CHAOS_SECONDS (600), in the
 #                                     # background: it outlives the call
@@ -136,7 +137,8 @@ case "$mode" in
     bench/sort_sites_bench.sh "$OUT/sites" 2>&1 | tail -n 60
     ;;
   sql)
-    psql -X -f "${2:?usage: bench/device_run.sh sql FILE}" > "$OUT/sql.log" 2>&1
+    # shellcheck disable=SC2086
+    psql -X ${PSQL_ARGS:-} -f "${2:?usage: bench/device_run.sh sql FILE}" > "$OUT/sql.log" 2>&1
     tail -n 80 "$OUT/sql.log"
     ;;
   quantile)
