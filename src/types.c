@@ -34,6 +34,7 @@
 #include <sys/socket.h>			/* AF_INET, under inet.h's PGSQL_AF_INET */
 
 #include "catalog/pg_type_d.h"
+#include "port/pg_bswap.h"
 #include "utils/builtins.h"
 #include "utils/cash.h"
 #include "utils/date.h"
@@ -133,11 +134,16 @@ encode_uint64(Datum value)
 }
 
 /* `bytes` big-endian bytes from `data` as an unsigned number: memcmp order */
-static uint64_t
+static inline uint64_t
 big_endian(const uint8 *data, int bytes)
 {
 	uint64_t	word = 0;
 
+	if (bytes == 8)
+	{
+		memcpy(&word, data, 8);
+		return pg_ntoh64(word);
+	}
 	for (int i = 0; i < bytes; i++)
 		word = (word << 8) | data[i];
 	return word;
