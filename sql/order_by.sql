@@ -420,6 +420,12 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT s.id, s.k FROM (SELECT pad, id, k FROM pages WHERE late > 100 ORDER BY id DESC OFFSET 7) s', 'id')) v(q, k);
 SELECT read_pages('SELECT s.k, s.id FROM (SELECT * FROM pages ORDER BY k, id OFFSET 0) s') AS unused_outputs,
        read_pages('SELECT count(*) FROM (SELECT * FROM pages ORDER BY late DESC, id LIMIT 500) s') AS none_used;
+-- a key under a COLLATE clause is the column relabelled in the scan's
+-- target list: its value as it lies in the table
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT pad COLLATE "C" AS p, id FROM pages ORDER BY 1, id LIMIT 40', 'p, id'),
+  ('SELECT s.id FROM (SELECT pad, id FROM pages ORDER BY pad COLLATE "C" DESC OFFSET 0) s', 'id')) v(q, k);
+SELECT read_pages('SELECT pad COLLATE "C" AS p, id FROM pages ORDER BY 1, id LIMIT 40') AS relabelled_key;
 -- a filter on the scan: evaluated for every visible tuple, as the scan
 -- would (so its counts are the scan's own), before the keys; NULL results
 -- remove the row; an outer row's value in a rescan

@@ -519,6 +519,8 @@ reads_table_pages(PlannerInfo *root, Path *input)
 	{
 		Var		   *var = (Var *) lfirst(lc);
 
+		while (IsA(var, RelabelType))	/* a COLLATE clause: the column */
+			var = (Var *) ((RelabelType *) var)->arg;
 		if (IsA(var, Const))
 			continue;			/* a subquery's unused output */
 		if (!IsA(var, Var) || var->varno != rel->relid || var->varattno <= 0)

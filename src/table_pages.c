@@ -34,10 +34,21 @@
 #include "gpusort_executor.h"
 #include "key_reader.h"
 
+/* An expression without the relabellings over it (a COLLATE clause on a
+ * sort key, a binary-compatible cast): the same value. */
+static Node *
+strip_relabels(Node *node)
+{
+	while (node != NULL && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
 /*
  * The table column of each entry of the scan's target list where every
- * entry is one (a plain column reference) or a constant (0 there: a
- * subquery's unused outputs are NULLs of their type); false otherwise.
+ * entry is one (a plain column reference, perhaps relabelled: its value
+ * as it lies in the table) or a constant (0 there: a subquery's unused
+ * outputs are NULLs of their type); false otherwise.
  */
 static bool
 table_columns(PlanState *child, AttrNumber *columns)
@@ -48,7 +59,7 @@ table_columns(PlanState *child, AttrNumber *columns)
 
 	foreach(lc, child->plan->targetlist)
 	{
-		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+		Var		   *var = (Var *) strip_relabels((Node *) ((TargetEntry *) lfirst(lc))->expr);
 		AttrNumber	column = InvalidAttrNumber;
 
 		if (IsA(var, Var))
