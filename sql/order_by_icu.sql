@@ -89,7 +89,7 @@ SELECT count(*) AS groups_of_equals, sum(n) AS rows_in_them FROM (
 
 -- EXPLAIN ANALYZE says how many tied rows PostgreSQL's comparator ordered
 SELECT line FROM explain_stable('SELECT * FROM ut WHERE t LIKE ''customer%'' ORDER BY t COLLATE "en-x-icu"', 'ANALYZE')
-  AS line WHERE line ~ 'Ties|GpuSort';
+  AS line WHERE line ~ 'Ties|Custom Scan';
 
 -- rows beyond work_mem: sorted runs on disk, merged on their encoded keys
 -- and, where those tie, the comparator

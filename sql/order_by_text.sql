@@ -77,7 +77,7 @@ SELECT q, same_order(q, k) FROM (VALUES
 
 -- EXPLAIN ANALYZE says how many tied rows PostgreSQL's comparator ordered
 SELECT line FROM explain_stable('SELECT * FROM st WHERE t LIKE ''customer%'' ORDER BY t COLLATE "C"', 'ANALYZE')
-  AS line WHERE line ~ 'Ties|GpuSort';
+  AS line WHERE line ~ 'Ties|Custom Scan';
 
 -- libc collations that do not order by bytes: PostgreSQL's sort, alone
 -- or beside other keys, at the top of a plan or below it (strxfrm() is
