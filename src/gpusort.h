@@ -109,6 +109,11 @@ extern bool gpusort_in_client_statement(void);
 extern void gpusort_executor_init(void);
 extern Node *gpusort_create_scan_state(CustomScan *cscan);
 
+/* ---- table_pages.c: the table column a scan's target-list entry reads
+ * (the planner's estimate and the executor's check agree through it) ---- */
+#define TABLE_PAGES_NOT_A_COLUMN (-1)
+extern AttrNumber table_pages_column(Expr *expr, Index scanrelid);
+
 /*
  * What the planner hands the executor, in CustomScan.custom_private (a List
  * of Integers; gpusort_plan_info_to_list / _from_list convert).

@@ -501,9 +501,10 @@ files_pass_temp_file_limit(PlannerInfo *root, Path *input, int nkeys, bool bound
 /*
  * Will GpuSort read the input's table pages itself (table_pages.c)? A Seq
  * Scan (or Parallel Seq Scan) of a table, returning some of its columns
- * and constants (its filter, if any, is evaluated as the scan would). The
- * executor checks the rest (the table's access method, a parallel scan's
- * shared memory, keys that are columns) when it runs.
+ * and constants (table_pages_column(); its filter, if any, is evaluated
+ * as the scan would). The executor checks the rest (the table's access
+ * method, a parallel scan's shared memory, keys that are columns) when it
+ * runs.
  */
 static bool
 reads_table_pages(PlannerInfo *root, Path *input)
@@ -516,16 +517,8 @@ reads_table_pages(PlannerInfo *root, Path *input)
 		planner_rt_fetch(rel->relid, root)->rtekind != RTE_RELATION)
 		return false;
 	foreach(lc, input->pathtarget->exprs)
-	{
-		Var		   *var = (Var *) lfirst(lc);
-
-		while (IsA(var, RelabelType))	/* a COLLATE clause: the column */
-			var = (Var *) ((RelabelType *) var)->arg;
-		if (IsA(var, Const))
-			continue;			/* a subquery's unused output */
-		if (!IsA(var, Var) || var->varno != rel->relid || var->varattno <= 0)
+		if (table_pages_column((Expr *) lfirst(lc), rel->relid) == TABLE_PAGES_NOT_A_COLUMN)
 			return false;
-	}
 	return true;
 }
 

@@ -34,21 +34,33 @@
 #include "gpusort_executor.h"
 #include "key_reader.h"
 
-/* An expression without the relabellings over it (a COLLATE clause on a
- * sort key, a binary-compatible cast): the same value. */
-static Node *
-strip_relabels(Node *node)
+/*
+ * The table column an entry of a scan's target list reads: its attribute
+ * number where it is a column of the scanned table (perhaps relabelled,
+ * by a COLLATE clause or a binary-compatible cast: its value as it lies
+ * in the table), InvalidAttrNumber (0) where it is a constant (a
+ * subquery's unused outputs are NULLs of their type), else
+ * TABLE_PAGES_NOT_A_COLUMN.
+ */
+AttrNumber
+table_pages_column(Expr *expr, Index scanrelid)
 {
-	while (node != NULL && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node;
+	Var		   *var;
+
+	while (IsA(expr, RelabelType))
+		expr = ((RelabelType *) expr)->arg;
+	if (IsA(expr, Const))
+		return InvalidAttrNumber;
+	var = (Var *) expr;
+	if (!IsA(var, Var) || var->varno != scanrelid || var->varlevelsup != 0 ||
+		var->varattno <= 0)
+		return TABLE_PAGES_NOT_A_COLUMN;
+	return var->varattno;
 }
 
 /*
- * The table column of each entry of the scan's target list where every
- * entry is one (a plain column reference, perhaps relabelled: its value
- * as it lies in the table) or a constant (0 there: a subquery's unused
- * outputs are NULLs of their type); false otherwise.
+ * The table column of each entry of the scan's target list (0 for a
+ * constant) where every entry is a column or a constant; false otherwise.
  */
 static bool
 table_columns(PlanState *child, AttrNumber *columns)
@@ -59,16 +71,9 @@ table_columns(PlanState *child, AttrNumber *columns)
 
 	foreach(lc, child->plan->targetlist)
 	{
-		Var		   *var = (Var *) strip_relabels((Node *) ((TargetEntry *) lfirst(lc))->expr);
-		AttrNumber	column = InvalidAttrNumber;
+		AttrNumber	column = table_pages_column(((TargetEntry *) lfirst(lc))->expr, scanrelid);
 
-		if (IsA(var, Var))
-		{
-			if (var->varno != scanrelid || var->varlevelsup != 0 || var->varattno <= 0)
-				return false;
-			column = var->varattno;
-		}
-		else if (!IsA(var, Const))
+		if (column == TABLE_PAGES_NOT_A_COLUMN)
 			return false;
 		if (columns != NULL)
 			columns[i] = column;
