@@ -412,20 +412,18 @@ SELECT q, same_order(q, k) FROM (VALUES
 SELECT read_pages('SELECT pad, k, id FROM pages ORDER BY k, id LIMIT 300') AS pages_projected,
        read_pages('SELECT k + 1 AS k1, id FROM pages ORDER BY id DESC LIMIT 50') AS computed_by_scan;
 -- a subquery's outputs that the query above it does not use are NULLs of
--- their type in the scan's target list and GpuSort's: the pages are still
+-- their type in the scan's target list and GpuSort's, and a key under a
+-- COLLATE clause is its column relabelled there: the pages are still
 -- read, and the rows go up as they were sorted, with those NULLs
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT s.k, s.id FROM (SELECT * FROM pages ORDER BY k, id OFFSET 0) s', 'k, id'),
   ('SELECT s.late, s.id FROM (SELECT * FROM pages ORDER BY late DESC, id LIMIT 500) s', 'late, id'),
-  ('SELECT s.id, s.k FROM (SELECT pad, id, k FROM pages WHERE late > 100 ORDER BY id DESC OFFSET 7) s', 'id')) v(q, k);
-SELECT read_pages('SELECT s.k, s.id FROM (SELECT * FROM pages ORDER BY k, id OFFSET 0) s') AS unused_outputs,
-       read_pages('SELECT count(*) FROM (SELECT * FROM pages ORDER BY late DESC, id LIMIT 500) s') AS none_used;
--- a key under a COLLATE clause is the column relabelled in the scan's
--- target list: its value as it lies in the table
-SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT s.id, s.k FROM (SELECT pad, id, k FROM pages WHERE late > 100 ORDER BY id DESC OFFSET 7) s', 'id'),
   ('SELECT pad COLLATE "C" AS p, id FROM pages ORDER BY 1, id LIMIT 40', 'p, id'),
   ('SELECT s.id FROM (SELECT pad, id FROM pages ORDER BY pad COLLATE "C" DESC OFFSET 0) s', 'id')) v(q, k);
-SELECT read_pages('SELECT pad COLLATE "C" AS p, id FROM pages ORDER BY 1, id LIMIT 40') AS relabelled_key;
+SELECT read_pages('SELECT s.k, s.id FROM (SELECT * FROM pages ORDER BY k, id OFFSET 0) s') AS unused_outputs,
+       read_pages('SELECT count(*) FROM (SELECT * FROM pages ORDER BY late DESC, id LIMIT 500) s') AS none_used,
+       read_pages('SELECT pad COLLATE "C" AS p, id FROM pages ORDER BY 1, id LIMIT 40') AS relabelled_key;
 -- a filter on the scan: evaluated for every visible tuple, as the scan
 -- would (so its counts are the scan's own), before the keys; NULL results
 -- remove the row; an outer row's value in a rescan
