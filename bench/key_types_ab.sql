@@ -3,8 +3,8 @@
 -- once per build on one server, the builds swapped between runs (the
 -- first run with PostgreSQL's sort, the later ones without it), e.g. on
 -- the GPU machine:
---   for b in base new base new; do BUILD=.device-carry/build-$b.tgz \
---     PSQL_ARGS="$([ $b$n = base1 ] || echo -v skip_pg=1)" \
+--   n=0; for b in base new base new; do n=$((n + 1)); \
+--     BUILD=.device-carry/build-$b.tgz PSQL_ARGS="$([ $n = 1 ] || echo -v skip_pg=1)" \
 --     PG_MAJOR=18icu bench/device_run.sh sql bench/key_types_ab.sql; done
 -- GpuSort's EXPLAIN ANALYZE times its steps (gather, sort, emit).
 \ir key_types_setup.sql
