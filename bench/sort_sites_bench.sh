@@ -47,7 +47,10 @@
 # floor) / (PostgreSQL - floor), an upper bound, and "left_s": the same
 # with the work of the node above the sort ("above": PostgreSQL's time of
 # the shape less that of its sorts alone, SORTS_ALONE=1) taken out of both
-# modes, the estimate of the sorting cost left. The goals (issue #45): ratio <= 1.05
+# modes, the estimate of the sorting cost left; "above_g" the same node's
+# work above GpuSort (gpusort's shape less its sorts alone, to check that
+# it is the same work) and "left_a" the sorts alone, gpusort against
+# PostgreSQL, each less the floor. The goals (issue #45): ratio <= 1.05
 # everywhere, left <= 0.30 where GpuSort sorts, the topn_ shapes' ratio
 # <= 0.2 (and distinct_on's, whose Unique keeps one row per group).
 #
@@ -166,22 +169,29 @@ for wm in $work_mems; do
       { echo "### rows=$rows work_mem=$wm $shape gpusort=$mode"; echo "$plan"; echo; } >> "$plans"
       sorts[$mode]=$(echo "$plan" | sorts_of)
     done
-    # PostgreSQL's sorts alone run as parallel as they do in its plan
-    sorts_settings="$settings"
-    case "${sorts[off]}" in *Gather*) ;; *) sorts_settings="$settings SET max_parallel_workers_per_gather = 0;" ;; esac
+    # each mode's sorts alone run as parallel as they do in its plan
+    declare -A sorts_settings=()
+    for mode in off on; do
+      sorts_settings[$mode]="$settings"
+      case "${sorts[$mode]}" in *Gather*) ;; *) sorts_settings[$mode]="$settings SET max_parallel_workers_per_gather = 0;" ;; esac
+    done
     # the floor and the modes take turns, so that a slow spell of the
     # machine falls on all of them
     for run in $(seq 1 "$repeat"); do
       ms=$(timed_run "$settings SET gpusort.enabled = off;" "${shape_sql[$floor_shape]}")
       echo "$rows,$wm,$shape:floor,off,$run,$ms,none" >> "$csv"
       if [ -n "${shape_sorts[$shape]:-}" ] && [ "${SORTS_ALONE:-1}" = 1 ]; then
-        ms=0
         IFS='|' read -ra alone <<< "${shape_sorts[$shape]}"
-        for q in "${alone[@]}"; do
-          one=$(timed_run "$sorts_settings SET gpusort.enabled = off;" "$q")
-          ms=$(python3 -c "print(round($ms + ${one:-0}, 3))")
+        for mode in off on; do
+          extra="SET gpusort.enabled = $mode;"
+          [ "$mode" = on ] && extra="$extra $force"
+          ms=0
+          for q in "${alone[@]}"; do
+            one=$(timed_run "${sorts_settings[$mode]} $extra" "$q")
+            ms=$(python3 -c "print(round($ms + ${one:-0}, 3))")
+          done
+          echo "$rows,$wm,$shape:sorts,$mode,$run,$ms,none" >> "$csv"
         done
-        echo "$rows,$wm,$shape:sorts,off,$run,$ms,none" >> "$csv"
       fi
       for mode in off on; do
         extra="SET gpusort.enabled = $mode;"
@@ -212,7 +222,7 @@ for r in csv.DictReader(open(sys.argv[1])):
         key = (r["rows"], r["work_mem"], r["shape"], r["mode"])
         runs.setdefault(key, []).append(float(r["ms"]))
         sorts[key] = r["sorts"]
-print(f"{'rows':>9} {'work_mem':>8} {'shape':<16} {'floor':>8} {'above':>7} {'pg':>9} {'gpusort':>9} {'ratio':>6} {'left':>6} {'left_s':>6}  sorts (pg / gpusort)")
+print(f"{'rows':>9} {'work_mem':>8} {'shape':<16} {'floor':>8} {'above':>7} {'above_g':>7} {'pg':>9} {'gpusort':>9} {'ratio':>6} {'left':>6} {'left_s':>6} {'left_a':>6}  sorts (pg / gpusort)")
 seen = []
 for (rows, wm, shape, mode) in runs:
     if ":" in shape or (rows, wm, shape) in seen:
@@ -228,11 +238,19 @@ for (rows, wm, shape, mode) in runs:
     # alone; left_s: the sorting cost left once that work is taken out of
     # both modes
     alone = runs.get((rows, wm, shape + ":sorts", "off"))
+    alone_on = runs.get((rows, wm, shape + ":sorts", "on"))
     above, left_s = float("nan"), float("nan")
     if alone:
         above = a - statistics.median(alone)
         if a - above > floor:
             left_s = (b - above - floor) / (a - above - floor)
-    print(f"{rows:>9} {wm:>8} {shape:<16} {floor:>8.0f} {above:>7.0f} {a:>9.0f} {b:>9.0f} {b / a:>6.2f} {left:>6.2f} {left_s:>6.2f}  "
+    # above_g: the same node's work above GpuSort (gpusort's shape less its
+    # sorts alone); left_a: the sorts alone against each other
+    above_g, left_a = float("nan"), float("nan")
+    if alone and alone_on:
+        above_g = b - statistics.median(alone_on)
+        if statistics.median(alone) > floor:
+            left_a = (statistics.median(alone_on) - floor) / (statistics.median(alone) - floor)
+    print(f"{rows:>9} {wm:>8} {shape:<16} {floor:>8.0f} {above:>7.0f} {above_g:>7.0f} {a:>9.0f} {b:>9.0f} {b / a:>6.2f} {left:>6.2f} {left_s:>6.2f} {left_a:>6.2f}  "
           f"{sorts.get((rows, wm, shape, 'off'))} / {sorts.get((rows, wm, shape, 'on'))}")
 PY
