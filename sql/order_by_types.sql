@@ -214,4 +214,50 @@ SELECT q, same_order(q, k) FROM (VALUES
 RESET work_mem;
 RESET max_parallel_workers_per_gather;
 
+-- domains: a domain's values are its base type's and sort by its
+-- operators (and, for a string, under the domain's collation): integers
+-- with a check, text whose domain says COLLATE "C", a varchar(8) under a
+-- COLLATE clause, uuid and numeric, NULLs, both directions, bounded,
+-- beyond work_mem and parallel
+CREATE DOMAIN d_posint AS int4 CHECK (VALUE > 0);
+CREATE DOMAIN d_ctext AS text COLLATE "C";
+CREATE DOMAIN d_short AS varchar(8);
+CREATE DOMAIN d_uuid AS uuid;
+CREATE DOMAIN d_amount AS numeric(10, 2);
+CREATE TABLE kd AS
+SELECT g AS id,
+  CASE WHEN g % 17 = 0 THEN NULL ELSE ((g * 7919) % 1000 + 1)::d_posint END AS p,
+  CASE WHEN g % 19 = 0 THEN NULL ELSE (CASE WHEN g % 3 = 0 THEN 'Zeta ' ELSE 'alpha ' END || md5((g % 3000)::text))::d_ctext END AS c,
+  CASE WHEN g % 23 = 0 THEN NULL ELSE left(md5(g::text), (g % 8) + 1)::d_short END AS v,
+  CASE WHEN g % 29 = 0 THEN NULL ELSE md5((g % 5000)::text)::d_uuid END AS u,
+  CASE WHEN g % 31 = 0 THEN NULL ELSE (((g * 40503) % 2000000) / 100.0 - 10000)::d_amount END AS a
+FROM generate_series(1, 20000) g;
+ANALYZE kd;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM kd ORDER BY p, id;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kd ORDER BY p, id', 'p, id'),
+  ('SELECT * FROM kd ORDER BY p DESC NULLS LAST, id', 'p, id'),
+  ('SELECT * FROM kd ORDER BY c', 'c'),
+  ('SELECT * FROM kd ORDER BY c DESC, id', 'c, id'),
+  ('SELECT * FROM kd ORDER BY v COLLATE "C", id', 'v, id'),
+  ('SELECT * FROM kd ORDER BY u, id', 'u, id'),
+  ('SELECT * FROM kd ORDER BY a DESC, id', 'a, id'),
+  ('SELECT * FROM kd ORDER BY p, c, id LIMIT 100', 'p, c, id'),
+  ('SELECT id, p FROM (SELECT * FROM kd ORDER BY a, id) s', 'id')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kd ORDER BY c, id', 'c, id'),
+  ('SELECT * FROM kd ORDER BY p DESC, id LIMIT 3000', 'p, id')
+) AS queries(q, k);
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM kd ORDER BY u, id', 'u, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+DROP TABLE kd;
+DROP DOMAIN d_posint, d_ctext, d_short, d_uuid, d_amount;
+
 DROP SCHEMA order_by_types CASCADE;

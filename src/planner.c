@@ -186,13 +186,16 @@ string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max
 {
 	VariableStatData vardata;
 	int			words = GPUSORT_PREFIX_WORDS;
+	Oid			stats_type;
 
 	*tied_share = 0.0;
 	examine_variable(root, (Node *) expr, 0, &vardata);
-	/* the statistics' values are of the key's type (varchar's are text's) */
+	/* the statistics' values are of the key's type (varchar's are text's,
+	 * a domain's its base type's) */
+	stats_type = OidIsValid(vardata.atttype) ? getBaseType(vardata.atttype) : InvalidOid;
 	if (HeapTupleIsValid(vardata.statsTuple) && vardata.acl_ok &&
-		(vardata.atttype == type ||
-		 ((vardata.atttype == TEXTOID || vardata.atttype == VARCHAROID) &&
+		(stats_type == type ||
+		 ((stats_type == TEXTOID || stats_type == VARCHAROID) &&
 		  (type == TEXTOID || type == VARCHAROID))))
 	{
 		AttStatsSlot common;
@@ -272,7 +275,8 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		expr = find_key_expression(pathkey, target, child_relids);
 		if (expr == NULL || contain_volatile_functions((Node *) expr))
 			return false;
-		type = exprType((Node *) expr);
+		/* a domain's values are its base type's, sorted by its operators */
+		type = getBaseType(exprType((Node *) expr));
 		key_type = gpusort_find_type(type);
 		if (key_type == NULL || columns + key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;

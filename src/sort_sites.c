@@ -118,7 +118,8 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 
 		if (tle == NULL)
 			return false;
-		type = exprType((Node *) tle->expr);
+		/* a domain's values are its base type's (planner.c) */
+		type = getBaseType(exprType((Node *) tle->expr));
 		key_type = gpusort_find_type(type);
 		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
