@@ -262,7 +262,11 @@ class Schema:
     def __init__(self, seed, small_ci):
         rng = random.Random("tables-%d" % seed)
         self.name = "fuzz_%d" % seed
-        self.setup = ["CREATE SCHEMA %s" % self.name, "SET search_path = %s, public" % self.name]
+        self.setup = ["CREATE SCHEMA %s" % self.name, "SET search_path = %s, public" % self.name,
+                      # keys cast to domains sort as their base types
+                      "CREATE DOMAIN int_domain AS integer",
+                      "CREATE DOMAIN numeric_domain AS numeric",
+                      "CREATE DOMAIN uuid_domain AS uuid"]
         big = rng.choice([40000, 80000, 120000, 200000]) if not small_ci else rng.choice([40000, 60000, 100000])
         self.sizes = {"tiny": rng.choice([0, 1, 2, 7, 20]),
                       "small": rng.randint(300, 3000),
@@ -313,7 +317,7 @@ def key_exprs(rng, c, typ, x):
                                    ("abs(%s::int8)" % col, "bigint"), ("-(%s::int8)" % col, "bigint"),
                                    ("coalesce(%s, 0)" % col, typ), ("%s::int8 + 1" % col, "bigint"),
                                    ("CASE WHEN %s.g < 5 THEN %s END" % (x, col), typ),
-                                   ("greatest(%s, 0)" % col, typ)]
+                                   ("greatest(%s, 0)" % col, typ), ("%s::int_domain" % col, typ)]
     elif typ == "bigint":
         opts = [(col, typ)] * 4 + [("%s %% 1000" % col, typ), ("%s / 1000000" % col, typ),
                                    ("%s >> 40" % col, typ), ("coalesce(%s, -1)" % col, typ),
@@ -337,12 +341,12 @@ def key_exprs(rng, c, typ, x):
                                    ("coalesce(%s, 'NaN')" % col, typ)]
     elif typ == "numeric":
         opts = [(col, typ)] * 4 + [("-%s" % col, typ), ("coalesce(%s, 'NaN')" % col, typ),
-                                   ("abs(%s)" % col, typ)]
+                                   ("abs(%s)" % col, typ), ("%s::numeric_domain" % col, typ)]
     elif typ == "boolean":
         opts = [(col, typ)] * 4 + [("NOT %s" % col, typ), ("coalesce(%s, true)" % col, typ)]
     elif typ == "uuid":
         opts = [(col, typ)] * 4 + [("coalesce(%s, '00000000-0000-0000-0000-000000000000')" % col, typ),
-                                   ("md5(%s::text)::uuid" % col, typ)]
+                                   ("md5(%s::text)::uuid" % col, typ), ("%s::uuid_domain" % col, typ)]
     elif typ == "inet":
         opts = [(col, typ)] * 4 + [("network(%s)" % col, "cidr"), ("coalesce(%s, '::1')" % col, typ),
                                    ("masklen(%s)" % col, "integer")]
