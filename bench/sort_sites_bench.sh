@@ -154,6 +154,11 @@ sorts_of() {
 force=""
 [ "${FORCE:-0}" = 1 ] && force="SET gpusort.min_rows = 0;"
 
+# the settings of a mode (off: PostgreSQL's sort, on: gpusort's)
+mode_settings() {
+  if [ "$1" = on ]; then echo "SET gpusort.enabled = on; $force"; else echo "SET gpusort.enabled = off;"; fi
+}
+
 for wm in $work_mems; do
   base="SET work_mem = '$wm'; SET max_parallel_workers_per_gather = $workers; LOAD 'gpusort';"
   for shape in $shapes; do
@@ -163,8 +168,7 @@ for wm in $work_mems; do
     query=${shape_sql[$shape]}
     declare -A sorts=()
     for mode in off on; do
-      extra="SET gpusort.enabled = $mode;"
-      [ "$mode" = on ] && extra="$extra $force"
+      extra=$(mode_settings "$mode")
       plan=$(psql_q -c "$settings $extra EXPLAIN (COSTS OFF) $query")
       { echo "### rows=$rows work_mem=$wm $shape gpusort=$mode"; echo "$plan"; echo; } >> "$plans"
       sorts[$mode]=$(echo "$plan" | sorts_of)
@@ -183,8 +187,7 @@ for wm in $work_mems; do
       if [ -n "${shape_sorts[$shape]:-}" ] && [ "${SORTS_ALONE:-1}" = 1 ]; then
         IFS='|' read -ra alone <<< "${shape_sorts[$shape]}"
         for mode in off on; do
-          extra="SET gpusort.enabled = $mode;"
-          [ "$mode" = on ] && extra="$extra $force"
+          extra=$(mode_settings "$mode")
           ms=0
           for q in "${alone[@]}"; do
             one=$(timed_run "${sorts_settings[$mode]} $extra" "$q")
@@ -194,8 +197,7 @@ for wm in $work_mems; do
         done
       fi
       for mode in off on; do
-        extra="SET gpusort.enabled = $mode;"
-        [ "$mode" = on ] && extra="$extra $force"
+        extra=$(mode_settings "$mode")
         ms=$(timed_run "$settings $extra" "$query")
         echo "$rows,$wm,$shape,$mode,$run,$ms,${sorts[$mode]:-none}" >> "$csv"
       done
@@ -203,8 +205,7 @@ for wm in $work_mems; do
     # one EXPLAIN ANALYZE of each mode for the record (rows sorted, where
     # GpuSort ran, spills)
     for mode in off on; do
-      extra="SET gpusort.enabled = $mode;"
-      [ "$mode" = on ] && extra="$extra $force"
+      extra=$(mode_settings "$mode")
       { echo "### ANALYZE rows=$rows work_mem=$wm $shape gpusort=$mode";
         psql_q -c "$settings $extra EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF) $query"; echo; } >> "$plans" 2>&1
     done
