@@ -91,8 +91,19 @@ extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *e
 
 /* ---- planner.c ---- */
 extern void gpusort_planner_init(void);
-extern Oid	gpusort_pattern_opfamily(Oid type);
-extern bool gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise);
+/* a sort key GpuSort can take, as gpusort_supported_key() found it */
+typedef struct GpuSortKeyChoice
+{
+	Oid			type;			/* the expression's type, a domain's base type */
+	const GpuSortType *key_type;
+	Oid			sort_operator;	/* the < or > of the family, for the comparator */
+	Oid			collation;		/* "C" under a pattern operator */
+	bool		descending;
+} GpuSortKeyChoice;
+extern bool gpusort_supported_key(Oid expr_type, Oid opfamily, int strategy, Oid collation,
+								  GpuSortKeyChoice *key);
+extern bool gpusort_sort_operator_key(Oid expr_type, Oid sort_operator, Oid collation,
+									  GpuSortKeyChoice *key);
 extern double gpusort_postgresql_sort_cost(double input_rows, int input_width,
 										   double input_total_cost);
 extern bool gpusort_replaces_sort(double input_rows, int input_width, double input_total_cost,

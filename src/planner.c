@@ -135,8 +135,8 @@ find_key_expression(PathKey *pathkey, PathTarget *target, Relids child_relids)
  * string key as the prefix of its bytes does (types.c). InvalidOid for
  * other types.
  */
-Oid
-gpusort_pattern_opfamily(Oid type)
+static Oid
+pattern_opfamily(Oid type)
 {
 	if (type == TEXTOID || type == VARCHAROID)
 		return TEXT_PATTERN_BTREE_FAM_OID;
@@ -146,31 +146,84 @@ gpusort_pattern_opfamily(Oid type)
 }
 
 /*
- * Can a key of `type` be sorted in the order of btree family `opfamily`?
- * The type's default family (its encoding's order), or a string's pattern
- * family (gpusort_pattern_opfamily(): *bytewise, the collation does not
- * count); *input_type is the type the family's operators take for it
- * (varchar sorts with text's). Other families (ORDER BY ... USING some
- * other opclass's operator) stay PostgreSQL's sort.
+ * Can an expression of `expr_type` be a GpuSort key, sorted by the
+ * `strategy` operator (< or >) of btree family `opfamily` under
+ * `collation`? If so, fills *key. Both ways a sort is planned ask here:
+ * an ORDER BY's pathkeys (analyze_sort_keys()) and a finished plan's Sort
+ * nodes (sort_sites.c, through gpusort_sort_operator_key()).
+ *
+ * A domain's values are its base type's, sorted by its operators. The
+ * family must be the type's default one (its encoding's order), or a
+ * string's pattern family, which orders by bytes whatever the collation
+ * (the key is then taken as under "C", which its comparator ignores as
+ * well); other families (ORDER BY ... USING another opclass's operator)
+ * stay PostgreSQL's sort. A string's prefix is its bytes under a
+ * collation that orders by bytes (C, POSIX, ucs_basic, C.UTF-8), its ICU
+ * sort key's under an ICU one (nondeterministic ones too); libc
+ * collations stay PostgreSQL's (types.c says why).
  */
 bool
-gpusort_key_opfamily(Oid type, Oid opfamily, Oid *input_type, bool *bytewise)
+gpusort_supported_key(Oid expr_type, Oid opfamily, int strategy, Oid collation,
+					  GpuSortKeyChoice *key)
 {
-	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+	Oid			type = getBaseType(expr_type);
+	const GpuSortType *key_type = gpusort_find_type(type);
+	Oid			opclass;
+	Oid			input_type;
+	bool		bytewise = false;
 
-	*bytewise = false;
+	if (key_type == NULL || !OidIsValid(opfamily) ||
+		(strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber))
+		return false;
+	opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 	if (OidIsValid(opclass) && get_opclass_family(opclass) == opfamily)
+		input_type = get_opclass_input_type(opclass);
+	else if (opfamily == pattern_opfamily(type))
 	{
-		*input_type = get_opclass_input_type(opclass);
-		return true;
+		input_type = type == BPCHAROID ? BPCHAROID : TEXTOID;
+		bytewise = true;
 	}
-	if (OidIsValid(opfamily) && opfamily == gpusort_pattern_opfamily(type))
+	else
+		return false;
+	/* the opclass's own type: varchar sorts with text's operators, an
+	 * enum with anyenum's */
+	key->sort_operator = get_opfamily_member(opfamily, input_type, input_type, strategy);
+	if (!OidIsValid(key->sort_operator))
+		return false;
+	key->collation = bytewise ? C_COLLATION_OID : collation;
+	if (!gpusort_key_collation_supported(type, key->collation))
+		return false;
+	key->type = type;
+	key->key_type = key_type;
+	key->descending = strategy == BTGreaterStrategyNumber;
+	return true;
+}
+
+/*
+ * gpusort_supported_key() for a Sort node's key: sorted by
+ * `sort_operator`, the < or > of the type's default family or of a
+ * string's pattern family.
+ */
+bool
+gpusort_sort_operator_key(Oid expr_type, Oid sort_operator, Oid collation,
+						  GpuSortKeyChoice *key)
+{
+	Oid			type = getBaseType(expr_type);
+	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+	Oid			opfamily;
+	int			strategy;
+
+	if (!OidIsValid(opclass))
+		return false;
+	opfamily = get_opclass_family(opclass);
+	strategy = get_op_opfamily_strategy(sort_operator, opfamily);
+	if (strategy == 0 && OidIsValid(pattern_opfamily(type)))
 	{
-		*input_type = type == BPCHAROID ? BPCHAROID : TEXTOID;
-		*bytewise = true;
-		return true;
+		opfamily = pattern_opfamily(type);
+		strategy = get_op_opfamily_strategy(sort_operator, opfamily);
 	}
-	return false;
+	return gpusort_supported_key(expr_type, opfamily, strategy, collation, key) &&
+		key->sort_operator == sort_operator;
 }
 
 /*
@@ -231,11 +284,7 @@ string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max
 typedef struct SortKeyFound
 {
 	Expr	   *expr;
-	Oid			type;
-	const GpuSortType *key_type;
-	Oid			sort_operator;
-	Oid			collation;
-	bool		descending;
+	GpuSortKeyChoice key;
 	bool		nulls_first;
 	int			words;			/* engine key columns it takes */
 } SortKeyFound;
@@ -264,54 +313,22 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 	{
 		PathKey    *pathkey = lfirst_node(PathKey, lc);
 		Expr	   *expr;
-		Oid			type;
-		const GpuSortType *key_type;
-		Oid			input_type;
-		Oid			sort_operator;
-		Oid			collation;
-		bool		bytewise;
-		int			strategy;
+		GpuSortKeyChoice key;
 
 		expr = find_key_expression(pathkey, target, child_relids);
 		if (expr == NULL || contain_volatile_functions((Node *) expr))
 			return false;
-		/* a domain's values are its base type's, sorted by its operators */
-		type = getBaseType(exprType((Node *) expr));
-		key_type = gpusort_find_type(type);
-		if (key_type == NULL || columns + key_type->nwords > GS_MAX_KEY_COLUMNS)
+		if (!gpusort_supported_key(exprType((Node *) expr), pathkey->pk_opfamily,
+								   gpusort_pathkey_strategy(pathkey),
+								   pathkey->pk_eclass->ec_collation, &key))
 			return false;
-		/* the type's default order (ORDER BY ... USING < or >), or a
-		 * string's pattern order (USING ~<~); other orders are left alone */
-		if (!gpusort_key_opfamily(type, pathkey->pk_opfamily, &input_type, &bytewise))
-			return false;
-		strategy = gpusort_pathkey_strategy(pathkey);
-		if (strategy == 0)
-			return false;
-		/* the opclass's own type: varchar sorts with text's operators */
-		sort_operator = get_opfamily_member(pathkey->pk_opfamily, input_type, input_type,
-											strategy);
-		if (!OidIsValid(sort_operator))
-			return false;
-		/*
-		 * A string's prefix is its bytes under a collation that orders by
-		 * bytes (C, POSIX, ucs_basic, C.UTF-8), its ICU sort key's under
-		 * an ICU one (nondeterministic ones too); libc collations stay
-		 * PostgreSQL's (types.c says why). A pattern operator orders by
-		 * bytes under any collation: the key is taken as under "C", which
-		 * its comparator ignores as well.
-		 */
-		collation = bytewise ? C_COLLATION_OID : pathkey->pk_eclass->ec_collation;
-		if (!gpusort_key_collation_supported(type, collation))
+		if (columns + key.key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
 		found[nfound].expr = expr;
-		found[nfound].type = type;
-		found[nfound].key_type = key_type;
-		found[nfound].sort_operator = sort_operator;
-		found[nfound].collation = collation;
-		found[nfound].descending = strategy == BTGreaterStrategyNumber;
+		found[nfound].key = key;
 		found[nfound].nulls_first = pathkey->pk_nulls_first;
-		found[nfound].words = key_type->nwords;
-		columns += key_type->nwords;
+		found[nfound].words = key.key_type->nwords;
+		columns += key.key_type->nwords;
 		nfound++;
 	}
 	/* wider string prefixes, the first keys first, in the columns left */
@@ -320,12 +337,12 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		int			room = Max(GS_MAX_KEY_COLUMNS - columns, 0);
 		double		tied_share;
 
-		if (!gpusort_prefix_may_widen(found[i].key_type))
+		if (!gpusort_prefix_may_widen(found[i].key.key_type))
 			continue;
-		found[i].words = string_key_words(root, found[i].expr, found[i].type,
-										  found[i].collation, found[i].words + room,
+		found[i].words = string_key_words(root, found[i].expr, found[i].key.type,
+										  found[i].key.collation, found[i].words + room,
 										  &tied_share);
-		columns += found[i].words - found[i].key_type->nwords;
+		columns += found[i].words - found[i].key.key_type->nwords;
 
 		/*
 		 * Under ICU every row whose prefix another shares goes to the
@@ -339,8 +356,8 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		 * over partial ones resolves each process's ties in that process.
 		 */
 		if (one_resolver && tied_share > MAX_SORT_KEY_TIED_SHARE &&
-			type_is_collatable(found[i].type) &&
-			!gpusort_collation_is_bytewise(found[i].collation))
+			type_is_collatable(found[i].key.type) &&
+			!gpusort_collation_is_bytewise(found[i].key.collation))
 			return false;
 	}
 	/* one engine key column per word of the key, most significant first */
@@ -349,12 +366,12 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		{
 			int			k = info->nkeys++;
 
-			info->key_type[k] = found[i].type;
+			info->key_type[k] = found[i].key.type;
 			info->key_part[k] = part;
-			info->descending[k] = found[i].descending;
+			info->descending[k] = found[i].key.descending;
 			info->nulls_first[k] = found[i].nulls_first;
-			info->collation[k] = found[i].collation;
-			info->sort_operator[k] = found[i].sort_operator;
+			info->collation[k] = found[i].key.collation;
+			info->sort_operator[k] = found[i].key.sort_operator;
 			*key_exprs = lappend(*key_exprs, found[i].expr);
 		}
 	return info->nkeys > 0;

@@ -107,59 +107,25 @@ sort_keys_supported(Sort *sort, Plan *input, GpuSortPlanInfo *info)
 	for (int k = 0; k < sort->numCols; k++)
 	{
 		TargetEntry *tle = get_tle_by_resno(input->targetlist, sort->sortColIdx[k]);
-		const GpuSortType *key_type;
-		Oid			type;
-		Oid			opclass;
-		Oid			opfamily;
-		Oid			input_type;
-		Oid			collation;
-		bool		bytewise;
-		int			strategy;
+		GpuSortKeyChoice key;
 
-		if (tle == NULL)
+		/* the Sort's operator: the < or > of the type's default order, or
+		 * a string's pattern order (~<~, ~>~) */
+		if (tle == NULL ||
+			!gpusort_sort_operator_key(exprType((Node *) tle->expr), sort->sortOperators[k],
+									   sort->collations[k], &key) ||
+			info->nkeys + key.key_type->nwords > GS_MAX_KEY_COLUMNS)
 			return false;
-		/* a domain's values are its base type's (planner.c) */
-		type = getBaseType(exprType((Node *) tle->expr));
-		key_type = gpusort_find_type(type);
-		if (key_type == NULL || info->nkeys + key_type->nwords > GS_MAX_KEY_COLUMNS)
-			return false;
-		/* the type's default order (< or > of its default btree family),
-		 * or a string's pattern order (~<~, ~>~); not ORDER BY ... USING
-		 * another opclass's operator (planner.c's gpusort_key_opfamily()) */
-		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
-		if (!OidIsValid(opclass))
-			return false;
-		opfamily = get_opclass_family(opclass);
-		strategy = get_op_opfamily_strategy(sort->sortOperators[k], opfamily);
-		if (strategy == 0 && OidIsValid(gpusort_pattern_opfamily(type)))
-		{
-			opfamily = gpusort_pattern_opfamily(type);
-			strategy = get_op_opfamily_strategy(sort->sortOperators[k], opfamily);
-		}
-		if (strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber)
-			return false;
-		if (!gpusort_key_opfamily(type, opfamily, &input_type, &bytewise))
-			return false;
-		/* the opclass's own type: varchar sorts with text's operators */
-		if (get_opfamily_member(opfamily, input_type, input_type, strategy) !=
-			sort->sortOperators[k])
-			return false;
-		/* a string's prefix: only under a collation that orders by
-		 * bytes or has ICU sort keys, or a pattern operator (planner.c
-		 * says why) */
-		collation = bytewise ? C_COLLATION_OID : sort->collations[k];
-		if (!gpusort_key_collation_supported(type, collation))
-			return false;
-		for (int part = 0; part < key_type->nwords; part++)
+		for (int part = 0; part < key.key_type->nwords; part++)
 		{
 			int			column = info->nkeys++;
 
 			info->key_attno[column] = sort->sortColIdx[k];
-			info->key_type[column] = type;
+			info->key_type[column] = key.type;
 			info->key_part[column] = part;
-			info->sort_operator[column] = sort->sortOperators[k];
-			info->collation[column] = collation;
-			info->descending[column] = strategy == BTGreaterStrategyNumber;
+			info->sort_operator[column] = key.sort_operator;
+			info->collation[column] = key.collation;
+			info->descending[column] = key.descending;
 			info->nulls_first[column] = sort->nullsFirst[k];
 		}
 	}
