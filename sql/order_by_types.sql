@@ -260,4 +260,80 @@ RESET max_parallel_workers_per_gather;
 DROP TABLE kd;
 DROP DOMAIN d_posint, d_ctext, d_short, d_uuid, d_amount;
 
+-- enums sort by their values' order (enumsortorder), not by their OIDs:
+-- values added BEFORE others (odd OIDs, out of OID order), a domain over
+-- an enum, NULLs, both directions, bounded, beyond work_mem, parallel, a
+-- window; tid (block, then line pointer) and xid8
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok';
+ALTER TYPE mood ADD VALUE 'ecstatic' AFTER 'happy';
+ALTER TYPE mood ADD VALUE 'awful' BEFORE 'sad';
+CREATE DOMAIN d_mood AS mood;
+CREATE TABLE ke AS
+SELECT g AS id,
+  CASE WHEN g % 13 = 0 THEN NULL ELSE (enum_range(NULL::mood))[1 + (g * 7919) % 6] END AS m,
+  (enum_range(NULL::mood))[1 + g % 6]::d_mood AS dm,
+  ('(' || (g * 31) % 97 || ',' || g % 11 || ')')::tid AS t,
+  ((g * 7919) % 100000)::text::xid8 AS x
+FROM generate_series(1, 20000) g;
+ANALYZE ke;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM ke ORDER BY m, id;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM ke ORDER BY m, id', 'm, id'),
+  ('SELECT * FROM ke ORDER BY m DESC NULLS LAST, id', 'm, id'),
+  ('SELECT * FROM ke ORDER BY dm, m DESC, id LIMIT 100', 'dm, m, id'),
+  ('SELECT * FROM ke ORDER BY t, id', 't, id'),
+  ('SELECT * FROM ke ORDER BY x DESC, id', 'x, id'),
+  ('SELECT id, m, rank() OVER (PARTITION BY m ORDER BY x) AS r FROM ke', 'm, r')
+) AS queries(q, k);
+SET work_mem = '64kB';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM ke ORDER BY m, id', 'm, id'),
+  ('SELECT * FROM ke ORDER BY dm DESC, id LIMIT 3000', 'dm, id')
+) AS queries(q, k);
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT * FROM ke ORDER BY m, t, id', 'm, t, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+-- the array functions take no enums
+SELECT gpu_sort(ARRAY['ok', 'sad']::mood[]);
+-- a value added while the query runs (a type made in the same
+-- transaction: its new values may be used at once): one added after the
+-- others sorts in its place; one added before others stops the sort with
+-- an error that says so, and the session goes on
+BEGIN;
+CREATE TYPE growing AS ENUM ('m');
+CREATE FUNCTION grow(i int, label text, placement text) RETURNS growing LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = 500 THEN EXECUTE format('ALTER TYPE growing ADD VALUE %L %s', label, placement); END IF;
+  RETURN CASE WHEN i >= 500 AND i % 2 = 0 THEN label ELSE 'm' END::growing;
+END $$;
+SET LOCAL gpusort.min_rows = 0;
+EXPLAIN (COSTS OFF) WITH t AS MATERIALIZED (SELECT i, grow(i, 'z', '') AS g FROM generate_series(1, 1000) i)
+SELECT * FROM t ORDER BY g, i;
+SELECT g, count(*), min(position), max(position) FROM (
+  SELECT g, row_number() OVER () AS position FROM (
+    WITH t AS MATERIALIZED (SELECT i, grow(i, 'z', '') AS g FROM generate_series(1, 1000) i)
+    SELECT * FROM t ORDER BY g, i) s) p
+GROUP BY g ORDER BY min(position);
+ROLLBACK;
+BEGIN;
+CREATE TYPE growing AS ENUM ('m');
+CREATE FUNCTION grow(i int, label text, placement text) RETURNS growing LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = 500 THEN EXECUTE format('ALTER TYPE growing ADD VALUE %L %s', label, placement); END IF;
+  RETURN CASE WHEN i >= 500 AND i % 2 = 0 THEN label ELSE 'm' END::growing;
+END $$;
+SET LOCAL gpusort.min_rows = 0;
+WITH t AS MATERIALIZED (SELECT i, grow(i, 'a', 'BEFORE ''m''') AS g FROM generate_series(1, 1000) i)
+SELECT count(*) FROM (SELECT * FROM t ORDER BY g, i) s;
+ROLLBACK;
+SELECT count(*) FROM ke;
+DROP TABLE ke;
+DROP DOMAIN d_mood;
+DROP TYPE mood;
+
 DROP SCHEMA order_by_types CASCADE;

@@ -37,6 +37,8 @@ extern void gpusort_request_init(gs_sort_request *request);
 extern void gpusort_check_status(gs_status status, const gs_sort_report *report);
 
 /* ---- types.c: SQL types usable as sort keys ---- */
+typedef struct GpuSortEnumPlaces GpuSortEnumPlaces;
+
 typedef struct GpuSortType
 {
 	Oid			type;
@@ -60,6 +62,9 @@ typedef struct GpuSortType
 	void		(*encode_prefix) (const struct GpuSortType *type, Datum value,
 								  uint64_t *words);
 	pg_locale_t locale;
+	/* an enum: its values' places in its order (gpusort_find_key_type()),
+	 * the key gpusort_enum_key() finds */
+	GpuSortEnumPlaces *enum_places;
 } GpuSortType;
 
 /*
@@ -81,6 +86,10 @@ extern const GpuSortType *gpusort_find_type(Oid type);
 extern bool gpusort_key_collation_supported(Oid type, Oid collation);
 extern const GpuSortType *gpusort_find_key_type(Oid type, Oid collation, int nwords);
 extern bool gpusort_prefix_may_widen(const GpuSortType *type);
+extern uint64_t gpusort_enum_key(GpuSortEnumPlaces *places, Datum value);
+extern Size gpusort_enum_places_size(const GpuSortEnumPlaces *places);
+extern void gpusort_enum_places_write(const GpuSortEnumPlaces *places, char *area);
+extern void gpusort_enum_places_adopt(GpuSortEnumPlaces *places, const char *area);
 extern int	gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 											const float4 *common_share, int ncommon,
 											const Datum *bounds, int nbounds, int max_words,

@@ -45,6 +45,8 @@ key_reader_encode_value(const GpuSortType *type, Datum value, uint64_t *keys)
 		type->encode_prefix(type, value, keys);
 	else if (type->encode_words != NULL)
 		type->encode_words(value, keys);
+	else if (type->enum_places != NULL)
+		keys[0] = gpusort_enum_key(type->enum_places, value);
 	else
 		keys[0] = type->encode(value);
 }

@@ -157,6 +157,57 @@ shares_after_reports(void *coordinate, Size reports_size)
 	return (ParallelShares *) ((char *) coordinate + reports_size);
 }
 
+/*
+ * The enum keys' tables of their values' ranks (types.c), after the
+ * shares: the leader's, which every process that sorts a share takes, so
+ * that all encode alike. Visited in key order, each enum key once.
+ */
+static Size
+enum_tables_size(GpuSortState *state)
+{
+	Size		size = 0;
+
+	for (int k = 0; k < state->plan.nkeys; k++)
+		if (state->plan.key_part[k] == 0 && state->key_types[k]->enum_places != NULL)
+			size = add_size(size, gpusort_enum_places_size(state->key_types[k]->enum_places));
+	return size;
+}
+
+static char *
+enum_tables_area(ParallelShares *shared)
+{
+	return (char *) shared + MAXALIGN(offsetof(ParallelShares, shares) +
+									  shared->nshares * sizeof(ShareFile));
+}
+
+static void
+enum_tables_write(GpuSortState *state, char *area)
+{
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		GpuSortEnumPlaces *places = state->key_types[k]->enum_places;
+
+		if (state->plan.key_part[k] != 0 || places == NULL)
+			continue;
+		gpusort_enum_places_write(places, area);
+		area += gpusort_enum_places_size(places);
+	}
+}
+
+static void
+enum_tables_adopt(GpuSortState *state, const char *area)
+{
+	for (int k = 0; k < state->plan.nkeys; k++)
+	{
+		GpuSortEnumPlaces *places = state->key_types[k]->enum_places;
+
+		if (state->plan.key_part[k] != 0 || places == NULL)
+			continue;
+		gpusort_enum_places_adopt(places, area);
+		area += gpusort_enum_places_size(places);
+	}
+}
+
 Size
 gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
@@ -164,7 +215,7 @@ gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	Size		size = worker_reports_size(pcxt->nworkers);
 
 	if (state->plan.role == GPUSORT_SORT_SHARE)
-		size = add_size(size, shares_size(pcxt));
+		size = add_size(size, add_size(MAXALIGN(shares_size(pcxt)), enum_tables_size(state)));
 	return size;
 }
 
@@ -263,6 +314,7 @@ gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coord
 		shared->segment = dsm_segment_handle(pcxt->seg);
 		shared->have_fileset = true;
 	}
+	enum_tables_write(state, enum_tables_area(shared));
 	state->shares = shared;
 	open_gpu_rows(state, shared);
 }
@@ -331,6 +383,7 @@ gpusort_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 			elog(ERROR, "gpusort: a parallel worker cannot find its query's shared memory");
 		SharedFileSetAttach(&shared->fileset, segment);
 	}
+	enum_tables_adopt(state, enum_tables_area(shared));
 	state->shares = shared;
 }
 

@@ -11,7 +11,8 @@
  *
  * ORDER BY also takes other types whose default btree order fits exactly
  * in at most 128 bits: bool, "char", oid, money, time, pg_lsn, macaddr,
- * macaddr8 in one word; timetz, interval and uuid in two. A key of two
+ * macaddr8, tid, xid8 and every enum in one word; timetz, interval and
+ * uuid in two. A key of two
  * words is two engine key columns (the planner expands it, GpuSortPlanInfo's
  * key_part says which word a column holds), compared high word first: the
  * engine, the merges and the bounds compare key columns in order anyway,
@@ -33,19 +34,24 @@
 
 #include <sys/socket.h>			/* AF_INET, under inet.h's PGSQL_AF_INET */
 
+#include "catalog/pg_enum.h"
 #include "catalog/pg_type_d.h"
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
 #include "utils/cash.h"
+#include "utils/catcache.h"
 #include "utils/date.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inet.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/sortsupport.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
+#include "utils/xid8.h"
 
 static uint64_t
 encode_int2(Datum value)
@@ -131,6 +137,229 @@ static uint64_t
 encode_uint64(Datum value)
 {
 	return (uint64_t) DatumGetInt64(value);
+}
+
+/* tid (ItemPointerCompare): by block, then by line pointer */
+static uint64_t
+encode_tid(Datum value)
+{
+	ItemPointer tid = (ItemPointer) DatumGetPointer(value);
+
+	return ((uint64_t) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+/*
+ * Enums (enum_cmp()): by each value's place in its type's order, which is
+ * pg_enum.enumsortorder, not the value's OID (ALTER TYPE ... ADD VALUE
+ * BEFORE puts a new OID anywhere in the order). The key is the value's
+ * rank among its type's values, 0 to n - 1: a few bits, which the GPU's
+ * sort packs. Each process reads its type's values once, when its sort
+ * begins (gpusort_find_key_type()), into a table sorted by OID where a
+ * row's value is found by binary search; the processes of one parallel
+ * sort then take the leader's (gpusort_enum_places_adopt()).
+ *
+ * A value missing from the table was added since; rows that hold it are
+ * visible to the query only where the type was created in the query's own
+ * transaction and the query itself added the value (a function it
+ * calls): values committed by others before the query's snapshot were in
+ * the catalog when the sort began. The table is read again then. Keys
+ * already made keep their ranks, so the new table must give every value
+ * it had the same rank: true where values were added after the last one
+ * (ADD VALUE's default); where one was added before, the sort stops with
+ * an error that says so. A value still missing is no value of the type
+ * (PostgreSQL's comparator raises an error for it too).
+ */
+struct GpuSortEnumPlaces
+{
+	Oid			type;
+	MemoryContext context;		/* where the table lives */
+	int			nvalues;
+	Oid		   *oids;			/* ascending */
+	uint32	   *place;			/* oids[i]'s rank in the type's order */
+};
+
+typedef struct EnumValue
+{
+	Oid			oid;
+	float4		sort_order;
+	uint32		place;
+} EnumValue;
+
+static int
+compare_enum_sort_orders(const void *a, const void *b)
+{
+	float4		x = ((const EnumValue *) a)->sort_order;
+	float4		y = ((const EnumValue *) b)->sort_order;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static int
+compare_enum_oids(const void *a, const void *b)
+{
+	Oid			x = ((const EnumValue *) a)->oid;
+	Oid			y = ((const EnumValue *) b)->oid;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The type's values, now, into new arrays of the table (one catalog scan,
+ * one snapshot: enumsortorder may only be read so, pg_enum.c says) */
+static void
+read_enum_places(GpuSortEnumPlaces *places)
+{
+	CatCList   *list = SearchSysCacheList1(ENUMTYPOIDNAME, ObjectIdGetDatum(places->type));
+	EnumValue  *values = palloc(sizeof(EnumValue) * Max(list->n_members, 1));
+	int			n = list->n_members;
+
+	for (int i = 0; i < n; i++)
+	{
+		Form_pg_enum member = (Form_pg_enum) GETSTRUCT(&list->members[i]->tuple);
+
+		values[i].oid = member->oid;
+		values[i].sort_order = member->enumsortorder;
+	}
+	ReleaseSysCacheList(list);
+	qsort(values, n, sizeof(EnumValue), compare_enum_sort_orders);
+	for (int i = 0; i < n; i++)
+		values[i].place = i;
+	qsort(values, n, sizeof(EnumValue), compare_enum_oids);
+	places->oids = MemoryContextAlloc(places->context, sizeof(Oid) * Max(n, 1));
+	places->place = MemoryContextAlloc(places->context, sizeof(uint32) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		places->oids[i] = values[i].oid;
+		places->place[i] = values[i].place;
+	}
+	places->nvalues = n;
+	pfree(values);
+}
+
+static GpuSortEnumPlaces *
+enum_places_create(Oid type)
+{
+	GpuSortEnumPlaces *places = palloc0(sizeof(GpuSortEnumPlaces));
+
+	places->type = type;
+	places->context = CurrentMemoryContext;
+	/* every value committed before the query's snapshot, taken already */
+	AcceptInvalidationMessages();
+	read_enum_places(places);
+	return places;
+}
+
+static int
+find_enum_place(const GpuSortEnumPlaces *places, Oid value)
+{
+	int			low = 0;
+	int			high = places->nvalues - 1;
+
+	while (low <= high)
+	{
+		int			middle = low + (high - low) / 2;
+
+		if (places->oids[middle] == value)
+			return (int) places->place[middle];
+		if (places->oids[middle] < value)
+			low = middle + 1;
+		else
+			high = middle - 1;
+	}
+	return -1;
+}
+
+/* Did every value of `old` keep its rank in `places`? */
+static bool
+enum_ranks_kept(const GpuSortEnumPlaces *places, const Oid *old_oids, const uint32 *old_place,
+				int old_nvalues)
+{
+	for (int i = 0; i < old_nvalues; i++)
+		if (find_enum_place(places, old_oids[i]) != (int) old_place[i])
+			return false;
+	return true;
+}
+
+uint64_t
+gpusort_enum_key(GpuSortEnumPlaces *places, Datum value)
+{
+	Oid			oid = DatumGetObjectId(value);
+	int			place = find_enum_place(places, oid);
+
+	if (unlikely(place < 0))
+	{
+		Oid		   *old_oids = places->oids;
+		uint32	   *old_place = places->place;
+		int			old_nvalues = places->nvalues;
+
+		AcceptInvalidationMessages();
+		places->oids = NULL;
+		places->place = NULL;
+		read_enum_places(places);
+		place = find_enum_place(places, oid);
+		if (place < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("invalid internal value for enum: %u", oid)));
+		if (!enum_ranks_kept(places, old_oids, old_place, old_nvalues))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("gpusort: enum %s gained a value before others while its rows were sorted",
+							format_type_be(places->type)),
+					 errhint("Sort with SET gpusort.enabled = off, or add the values before the query.")));
+		pfree(old_oids);
+		pfree(old_place);
+	}
+	return (uint64_t) place;
+}
+
+/*
+ * An enum's table in parallel query's shared memory (parallel_sort.c):
+ * the leader writes its own, and every process that sorts a share of the
+ * rows encodes with it, so that ranks agree among the runs and the rows
+ * job the processes all fill. (A worker's own table, read later, would
+ * hold a value committed in between, and shift the ranks after it.)
+ */
+Size
+gpusort_enum_places_size(const GpuSortEnumPlaces *places)
+{
+	return MAXALIGN(sizeof(int32) + (Size) places->nvalues * (sizeof(Oid) + sizeof(uint32)));
+}
+
+void
+gpusort_enum_places_write(const GpuSortEnumPlaces *places, char *area)
+{
+	int32		nvalues = places->nvalues;
+
+	memcpy(area, &nvalues, sizeof(int32));
+	memcpy(area + sizeof(int32), places->oids, sizeof(Oid) * nvalues);
+	memcpy(area + sizeof(int32) + sizeof(Oid) * nvalues, places->place,
+		   sizeof(uint32) * nvalues);
+}
+
+void
+gpusort_enum_places_adopt(GpuSortEnumPlaces *places, const char *area)
+{
+	int32		nvalues;
+
+	memcpy(&nvalues, area, sizeof(int32));
+	pfree(places->oids);
+	pfree(places->place);
+	places->oids = MemoryContextAlloc(places->context, sizeof(Oid) * Max(nvalues, 1));
+	places->place = MemoryContextAlloc(places->context, sizeof(uint32) * Max(nvalues, 1));
+	memcpy(places->oids, area + sizeof(int32), sizeof(Oid) * nvalues);
+	memcpy(places->place, area + sizeof(int32) + sizeof(Oid) * nvalues,
+		   sizeof(uint32) * nvalues);
+	places->nvalues = nvalues;
+}
+
+/* The entry every enum type finds: its places come with
+ * gpusort_find_key_type(), and no key is encoded without them. */
+static uint64_t
+encode_enum_without_places(Datum value)
+{
+	elog(ERROR, "gpusort: an enum key without its type's order");
+	return 0;
 }
 
 /* `bytes` big-endian bytes from `data` as an unsigned number: memcmp order */
@@ -455,6 +684,8 @@ static const GpuSortType supported_types[] = {
 	{CASHOID, 8, true, false, false, 1, false, encode_int8, NULL, NULL},
 	{TIMEOID, 8, true, false, false, 1, false, encode_int8, NULL, NULL},
 	{PG_LSNOID, 8, true, false, false, 1, false, encode_uint64, NULL, NULL},
+	{XID8OID, 8, true, false, false, 1, false, encode_uint64, NULL, NULL},
+	{TIDOID, 6, false, false, false, 1, false, encode_tid, NULL, NULL},
 	{MACADDROID, 6, false, false, false, 1, false, encode_macaddr, NULL, NULL},
 	{MACADDR8OID, 8, false, false, false, 1, false, encode_macaddr8, NULL, NULL},
 	{TIMETZOID, 12, false, false, false, 2, false, NULL, encode_timetz, NULL},
@@ -471,12 +702,18 @@ static const GpuSortType supported_types[] = {
 	{NUMERICOID, -1, false, false, false, 2, true, NULL, encode_numeric, NULL},
 };
 
+/* every enum type (its own OID is the plan's key type) */
+static const GpuSortType enum_type =
+{ANYENUMOID, 4, true, false, false, 1, false, encode_enum_without_places, NULL, NULL};
+
 const GpuSortType *
 gpusort_find_type(Oid type)
 {
 	for (int i = 0; i < lengthof(supported_types); i++)
 		if (supported_types[i].type == type)
 			return &supported_types[i];
+	if (OidIsValid(type) && type_is_enum(type))
+		return &enum_type;
 	return NULL;
 }
 
@@ -503,7 +740,8 @@ gpusort_key_collation_supported(Oid type, Oid collation)
  * prefix; any other type has its own width and ignores it):
  * gpusort_find_type()'s, or a copy in the current memory context for a
  * string whose prefix is wider than the default or that encodes from sort
- * keys (the locale lives as long as the backend).
+ * keys (the locale lives as long as the backend), and for an enum, with
+ * its values' places read now.
  */
 const GpuSortType *
 gpusort_find_key_type(Oid type, Oid collation, int nwords)
@@ -512,6 +750,13 @@ gpusort_find_key_type(Oid type, Oid collation, int nwords)
 	GpuSortType *copy;
 	bool		collated;
 
+	if (key_type == &enum_type)
+	{
+		copy = palloc(sizeof(GpuSortType));
+		*copy = enum_type;
+		copy->enum_places = enum_places_create(type);
+		return copy;
+	}
 	if (key_type == NULL || !gpusort_prefix_may_widen(key_type))
 		return key_type;
 	collated = type_is_collatable(type) && !gpusort_collation_is_bytewise(collation);
