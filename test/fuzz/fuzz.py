@@ -57,7 +57,7 @@ KEY_COLS = [("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"),
 GPU_TYPES = {"smallint", "integer", "bigint", "date", "timestamp",
              "timestamptz", "real", "double precision",
              "boolean", "uuid", "interval", "timetz", "time without time zone",
-             "text C", "numeric", "text icu", "text nd", "inet", "cidr"}
+             "text C", "numeric", "text icu", "text nd", "inet", "cidr", "enum"}
 # engine key words a key of the type takes (GpuSort takes at most 8); "text
 # C" is text under the C collation (a two-word prefix), which GpuSort takes;
 # "text icu" under an ICU collation and "text nd" under a nondeterministic
@@ -266,7 +266,12 @@ class Schema:
                       # keys cast to domains sort as their base types
                       "CREATE DOMAIN int_domain AS integer",
                       "CREATE DOMAIN numeric_domain AS numeric",
-                      "CREATE DOMAIN uuid_domain AS uuid"]
+                      "CREATE DOMAIN uuid_domain AS uuid",
+                      # an enum whose OIDs are not in its order (values
+                      # added BEFORE and AFTER others)
+                      "CREATE TYPE level AS ENUM ('low', 'mid', 'high')",
+                      "ALTER TYPE level ADD VALUE 'lowest' BEFORE 'low'",
+                      "ALTER TYPE level ADD VALUE 'midhigh' AFTER 'mid'"]
         big = rng.choice([40000, 80000, 120000, 200000]) if not small_ci else rng.choice([40000, 60000, 100000])
         self.sizes = {"tiny": rng.choice([0, 1, 2, 7, 20]),
                       "small": rng.randint(300, 3000),
@@ -311,13 +316,15 @@ def key_exprs(rng, c, typ, x):
     col = "%s.%s" % (x, c)
     if typ == "smallint":
         opts = [(col, typ)] * 4 + [("%s %% 7" % col, typ), ("-(%s::int4)" % col, "integer"),
+                                   ("(enum_range(NULL::level))[1 + abs(%s %% 5)]" % col, "enum"),
                                    ("abs(%s::int4)" % col, "integer"), ("%s / 10" % col, typ)]
     elif typ == "integer":
         opts = [(col, typ)] * 4 + [("%s %% 100" % col, typ), ("%s / 1000" % col, typ),
                                    ("abs(%s::int8)" % col, "bigint"), ("-(%s::int8)" % col, "bigint"),
                                    ("coalesce(%s, 0)" % col, typ), ("%s::int8 + 1" % col, "bigint"),
                                    ("CASE WHEN %s.g < 5 THEN %s END" % (x, col), typ),
-                                   ("greatest(%s, 0)" % col, typ), ("%s::int_domain" % col, typ)]
+                                   ("greatest(%s, 0)" % col, typ), ("%s::int_domain" % col, typ),
+                                   ("(enum_range(NULL::level))[1 + abs(%s %% 5)]" % col, "enum")]
     elif typ == "bigint":
         opts = [(col, typ)] * 4 + [("%s %% 1000" % col, typ), ("%s / 1000000" % col, typ),
                                    ("%s >> 40" % col, typ), ("coalesce(%s, -1)" % col, typ),
