@@ -39,7 +39,8 @@ SERVICE_OBJS = service/worker.o service/client.o service/client_rows.o service/v
 OBJS = $(GLUE_OBJS) $(ENGINE_OBJS) $(SERVICE_OBJS)
 GPUD = service/gpusort-gpud
 
-REGRESS = setup array_sort array_functions order_by order_by_types order_by_text order_by_icu \
+REGRESS = setup array_sort array_functions order_by order_by_types order_by_enum_growth \
+	order_by_text order_by_icu \
 	order_by_operators order_by_limits sort_sites \
 	order_by_cursor order_by_explain order_by_parallel approximate approximate_floats errors upgrade
 ISOLATION = skip_locked epq_table_pages

@@ -1,0 +1,41 @@
+-- An enum that gains labels while a query sorts by it: only a type made in
+-- the query's own transaction can, where the server lets the query use a
+-- label it added (a function it calls adds the label and returns it;
+-- PostgreSQL 18 does, 15 refuses to use a label before it commits, as
+-- order_by_enum_growth_1.out shows). A label
+-- added after the others sorts in its place; one added before others stops
+-- the sort with an error that says so, and the session goes on.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpusort;
+RESET client_min_messages;
+CREATE SCHEMA order_by_enum_growth;
+SET search_path = order_by_enum_growth, public;
+BEGIN;
+CREATE TYPE growing AS ENUM ('m');
+CREATE FUNCTION grow(i int, label text, placement text) RETURNS growing LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = 500 THEN EXECUTE format('ALTER TYPE growing ADD VALUE %L %s', label, placement); END IF;
+  RETURN CASE WHEN i >= 500 AND i % 2 = 0 THEN label ELSE 'm' END::growing;
+END $$;
+SET LOCAL gpusort.min_rows = 0;
+EXPLAIN (COSTS OFF) WITH t AS MATERIALIZED (SELECT i, grow(i, 'z', '') AS g FROM generate_series(1, 1000) i)
+SELECT * FROM t ORDER BY g, i;
+SELECT g, count(*), min(position), max(position) FROM (
+  SELECT g, row_number() OVER () AS position FROM (
+    WITH t AS MATERIALIZED (SELECT i, grow(i, 'z', '') AS g FROM generate_series(1, 1000) i)
+    SELECT * FROM t ORDER BY g, i) s) p
+GROUP BY g ORDER BY min(position);
+ROLLBACK;
+BEGIN;
+CREATE TYPE growing AS ENUM ('m');
+CREATE FUNCTION grow(i int, label text, placement text) RETURNS growing LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = 500 THEN EXECUTE format('ALTER TYPE growing ADD VALUE %L %s', label, placement); END IF;
+  RETURN CASE WHEN i >= 500 AND i % 2 = 0 THEN label ELSE 'm' END::growing;
+END $$;
+SET LOCAL gpusort.min_rows = 0;
+WITH t AS MATERIALIZED (SELECT i, grow(i, 'a', 'BEFORE ''m''') AS g FROM generate_series(1, 1000) i)
+SELECT count(*) FROM (SELECT * FROM t ORDER BY g, i) s;
+ROLLBACK;
+SELECT 1 AS session_goes_on;
+DROP SCHEMA order_by_enum_growth CASCADE;
