@@ -304,5 +304,33 @@ SELECT count(*) FROM ke;
 DROP TABLE ke;
 DROP DOMAIN d_mood;
 DROP TYPE mood;
+-- an enum whose default btree operator class is the user's (here by the
+-- labels' text, not their positions): not an order GpuSort encodes, so
+-- PostgreSQL sorts it
+CREATE TYPE lmood AS ENUM ('zeta', 'alpha', 'mid');
+CREATE FUNCTION lmood_cmp(lmood, lmood) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT bttextcmp($1::text, $2::text)';
+CREATE FUNCTION lmood_lt(lmood, lmood) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT $1::text < $2::text';
+CREATE FUNCTION lmood_le(lmood, lmood) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT $1::text <= $2::text';
+CREATE FUNCTION lmood_eq(lmood, lmood) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT $1::text = $2::text';
+CREATE FUNCTION lmood_ge(lmood, lmood) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT $1::text >= $2::text';
+CREATE FUNCTION lmood_gt(lmood, lmood) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT $1::text > $2::text';
+CREATE OPERATOR < (LEFTARG = lmood, RIGHTARG = lmood, FUNCTION = lmood_lt);
+CREATE OPERATOR <= (LEFTARG = lmood, RIGHTARG = lmood, FUNCTION = lmood_le);
+CREATE OPERATOR = (LEFTARG = lmood, RIGHTARG = lmood, FUNCTION = lmood_eq);
+CREATE OPERATOR >= (LEFTARG = lmood, RIGHTARG = lmood, FUNCTION = lmood_ge);
+CREATE OPERATOR > (LEFTARG = lmood, RIGHTARG = lmood, FUNCTION = lmood_gt);
+CREATE OPERATOR CLASS lmood_text_ops DEFAULT FOR TYPE lmood USING btree AS
+  OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+  FUNCTION 1 lmood_cmp(lmood, lmood);
+CREATE TABLE kl AS SELECT g AS id, (enum_range(NULL::lmood))[1 + g % 3] AS m FROM generate_series(1, 20000) g;
+ANALYZE kl;
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT * FROM kl ORDER BY m, id;
+SELECT * FROM kl ORDER BY m, id LIMIT 3;
+SELECT * FROM kl ORDER BY m DESC, id LIMIT 3;
+RESET max_parallel_workers_per_gather;
+DROP TABLE kl;
+DROP TYPE lmood CASCADE;
+DROP OPERATOR FAMILY lmood_text_ops USING btree;
 
 DROP SCHEMA order_by_types CASCADE;

@@ -42,6 +42,7 @@
 
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/transam.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_collation_d.h"
 #include "catalog/pg_opfamily_d.h"
@@ -157,7 +158,11 @@ pattern_opfamily(Oid type)
  * string's pattern family, which orders by bytes whatever the collation
  * (the key is then taken as under "C", which its comparator ignores as
  * well); other families (ORDER BY ... USING another opclass's operator)
- * stay PostgreSQL's sort. A string's prefix is its bytes under a
+ * stay PostgreSQL's sort, and so does a family of the user's, even where
+ * it is the type's default: CREATE OPERATOR CLASS ... DEFAULT may give one
+ * to a type that had none of its own (an enum, varchar, cidr, which use
+ * enum_ops, text's and inet's), in an order the key's encoding does not
+ * follow. A string's prefix is its bytes under a
  * collation that orders by bytes (C, POSIX, ucs_basic, C.UTF-8), its ICU
  * sort key's under an ICU one (nondeterministic ones too); libc
  * collations stay PostgreSQL's (types.c says why).
@@ -172,7 +177,7 @@ gpusort_supported_key(Oid expr_type, Oid opfamily, int strategy, Oid collation,
 	Oid			input_type;
 	bool		bytewise = false;
 
-	if (key_type == NULL || !OidIsValid(opfamily) ||
+	if (key_type == NULL || !OidIsValid(opfamily) || opfamily >= FirstNormalObjectId ||
 		(strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber))
 		return false;
 	opclass = GetDefaultOpClass(type, BTREE_AM_OID);
