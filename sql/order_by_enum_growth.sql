@@ -1,10 +1,10 @@
--- An enum that gains labels while a query sorts by it: only a type made in
--- the query's own transaction can, where the server lets the query use a
--- label it added (a function it calls adds the label and returns it;
--- PostgreSQL 18 does, 15 refuses to use a label before it commits, as
--- order_by_enum_growth_1.out shows). A label
--- added after the others sorts in its place; one added before others stops
--- the sort with an error that says so, and the session goes on.
+-- An enum that gains labels while a query sorts by it: here a type made in
+-- the query's own transaction, where the server lets the query use a label
+-- it added (a function it calls adds the label and returns it; PostgreSQL
+-- 18 does, 15 refuses to use a label before it commits, as
+-- order_by_enum_growth_1.out shows). Labels' sort positions do not move
+-- when others are added, so a label added after the others or before them
+-- sorts in its place.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpusort;
 RESET client_min_messages;
@@ -34,8 +34,11 @@ BEGIN
   RETURN CASE WHEN i >= 500 AND i % 2 = 0 THEN label ELSE 'm' END::growing;
 END $$;
 SET LOCAL gpusort.min_rows = 0;
-WITH t AS MATERIALIZED (SELECT i, grow(i, 'a', 'BEFORE ''m''') AS g FROM generate_series(1, 1000) i)
-SELECT count(*) FROM (SELECT * FROM t ORDER BY g, i) s;
+SELECT g, count(*), min(position), max(position) FROM (
+  SELECT g, row_number() OVER () AS position FROM (
+    WITH t AS MATERIALIZED (SELECT i, grow(i, 'a', 'BEFORE ''m''') AS g FROM generate_series(1, 1000) i)
+    SELECT * FROM t ORDER BY g, i) s) p
+GROUP BY g ORDER BY min(position);
 ROLLBACK;
 SELECT 1 AS session_goes_on;
 DROP SCHEMA order_by_enum_growth CASCADE;

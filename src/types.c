@@ -150,25 +150,24 @@ encode_tid(Datum value)
 }
 
 /*
- * Enums (enum_cmp()): by each value's place in its type's order, which is
- * pg_enum.enumsortorder, not the value's OID (ALTER TYPE ... ADD VALUE
- * BEFORE puts a new OID anywhere in the order). The key is the value's
- * rank among its type's values, 0 to n - 1: a few bits, which the GPU's
- * sort packs. Each process reads its type's values once, when its sort
- * begins (gpusort_find_key_type()), into a table sorted by OID where a
- * row's value is found by binary search; the processes of one parallel
- * sort then take the leader's (gpusort_enum_places_adopt()).
+ * Enums (enum_cmp()): by each label's sort position, pg_enum.enumsortorder,
+ * not by its OID (ALTER TYPE ... ADD VALUE BEFORE puts a new OID anywhere
+ * in the order). The key is the position's float4 bits made unsigned in
+ * its order (no position is NaN or -0). Each process reads its type's
+ * labels when its sort begins (gpusort_find_key_type()) into a table
+ * sorted by OID, where a row's label is found by binary search; the
+ * processes of one parallel sort then take the leader's
+ * (gpusort_enum_places_adopt()).
  *
- * A value missing from the table was added since; rows that hold it are
- * visible to the query only where the type was created in the query's own
- * transaction and the query itself added the value (a function it
- * calls): values committed by others before the query's snapshot were in
- * the catalog when the sort began. The table is read again then. Keys
- * already made keep their ranks, so the new table must give every value
- * it had the same rank: true where values were added after the last one
- * (ADD VALUE's default); where one was added before, the sort stops with
- * an error that says so. A value still missing is no value of the type
- * (PostgreSQL's comparator raises an error for it too).
+ * A label missing from the table was added since (another session's,
+ * read by a function the query calls, or the query's own): the table is
+ * read again. Positions of labels do not move when others are added, so
+ * the keys made already stay right, unless PostgreSQL renumbered the
+ * type's labels meanwhile (an ADD VALUE ... BEFORE that found no room
+ * between two positions, pg_enum.c's RenumberEnumType()): then the sort
+ * stops with an error that asks to run it again. A label still missing is
+ * no label of the type (PostgreSQL's comparator raises an error for it
+ * too).
  */
 struct GpuSortEnumPlaces
 {
@@ -176,64 +175,61 @@ struct GpuSortEnumPlaces
 	MemoryContext context;		/* where the table lives */
 	int			nvalues;
 	Oid		   *oids;			/* ascending */
-	uint32	   *place;			/* oids[i]'s rank in the type's order */
+	uint32	   *keys;			/* oids[i]'s sort position, as a key */
 };
 
-typedef struct EnumValue
+typedef struct EnumLabel
 {
 	Oid			oid;
-	float4		sort_order;
-	uint32		place;
-} EnumValue;
-
-static int
-compare_enum_sort_orders(const void *a, const void *b)
-{
-	float4		x = ((const EnumValue *) a)->sort_order;
-	float4		y = ((const EnumValue *) b)->sort_order;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
+	uint32		key;
+} EnumLabel;
 
 static int
 compare_enum_oids(const void *a, const void *b)
 {
-	Oid			x = ((const EnumValue *) a)->oid;
-	Oid			y = ((const EnumValue *) b)->oid;
+	Oid			x = ((const EnumLabel *) a)->oid;
+	Oid			y = ((const EnumLabel *) b)->oid;
 
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/* The type's values, now, into new arrays of the table (one catalog scan,
+/* a float4 sort position as an unsigned key in its order */
+static uint32
+sort_position_key(float4 position)
+{
+	uint32		bits;
+
+	memcpy(&bits, &position, sizeof(bits));
+	return (bits & 0x80000000) ? ~bits : bits | 0x80000000;
+}
+
+/* The type's labels, now, into new arrays of the table (one catalog scan,
  * one snapshot: enumsortorder may only be read so, pg_enum.c says) */
 static void
 read_enum_places(GpuSortEnumPlaces *places)
 {
 	CatCList   *list = SearchSysCacheList1(ENUMTYPOIDNAME, ObjectIdGetDatum(places->type));
-	EnumValue  *values = palloc(sizeof(EnumValue) * Max(list->n_members, 1));
+	EnumLabel  *labels = palloc(sizeof(EnumLabel) * Max(list->n_members, 1));
 	int			n = list->n_members;
 
 	for (int i = 0; i < n; i++)
 	{
 		Form_pg_enum member = (Form_pg_enum) GETSTRUCT(&list->members[i]->tuple);
 
-		values[i].oid = member->oid;
-		values[i].sort_order = member->enumsortorder;
+		labels[i].oid = member->oid;
+		labels[i].key = sort_position_key(member->enumsortorder);
 	}
 	ReleaseSysCacheList(list);
-	qsort(values, n, sizeof(EnumValue), compare_enum_sort_orders);
-	for (int i = 0; i < n; i++)
-		values[i].place = i;
-	qsort(values, n, sizeof(EnumValue), compare_enum_oids);
+	qsort(labels, n, sizeof(EnumLabel), compare_enum_oids);
 	places->oids = MemoryContextAlloc(places->context, sizeof(Oid) * Max(n, 1));
-	places->place = MemoryContextAlloc(places->context, sizeof(uint32) * Max(n, 1));
+	places->keys = MemoryContextAlloc(places->context, sizeof(uint32) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
-		places->oids[i] = values[i].oid;
-		places->place[i] = values[i].place;
+		places->oids[i] = labels[i].oid;
+		places->keys[i] = labels[i].key;
 	}
 	places->nvalues = n;
-	pfree(values);
+	pfree(labels);
 }
 
 static GpuSortEnumPlaces *
@@ -243,14 +239,15 @@ enum_places_create(Oid type)
 
 	places->type = type;
 	places->context = CurrentMemoryContext;
-	/* every value committed before the query's snapshot, taken already */
+	/* every label committed before the query's snapshot, taken already */
 	AcceptInvalidationMessages();
 	read_enum_places(places);
 	return places;
 }
 
-static int
-find_enum_place(const GpuSortEnumPlaces *places, Oid value)
+/* The label's key, or -1 where the table has no such label. */
+static int64
+find_enum_key(const GpuSortEnumPlaces *places, Oid value)
 {
 	int			low = 0;
 	int			high = places->nvalues - 1;
@@ -260,7 +257,7 @@ find_enum_place(const GpuSortEnumPlaces *places, Oid value)
 		int			middle = low + (high - low) / 2;
 
 		if (places->oids[middle] == value)
-			return (int) places->place[middle];
+			return places->keys[middle];
 		if (places->oids[middle] < value)
 			low = middle + 1;
 		else
@@ -269,13 +266,13 @@ find_enum_place(const GpuSortEnumPlaces *places, Oid value)
 	return -1;
 }
 
-/* Did every value of `old` keep its rank in `places`? */
+/* Did every label of the old table keep its key in `places`? */
 static bool
-enum_ranks_kept(const GpuSortEnumPlaces *places, const Oid *old_oids, const uint32 *old_place,
-				int old_nvalues)
+enum_keys_kept(const GpuSortEnumPlaces *places, const Oid *old_oids, const uint32 *old_keys,
+			   int old_nvalues)
 {
 	for (int i = 0; i < old_nvalues; i++)
-		if (find_enum_place(places, old_oids[i]) != (int) old_place[i])
+		if (find_enum_key(places, old_oids[i]) != (int64) old_keys[i])
 			return false;
 	return true;
 }
@@ -284,41 +281,39 @@ uint64_t
 gpusort_enum_key(GpuSortEnumPlaces *places, Datum value)
 {
 	Oid			oid = DatumGetObjectId(value);
-	int			place = find_enum_place(places, oid);
+	int64		key = find_enum_key(places, oid);
 
-	if (unlikely(place < 0))
+	if (unlikely(key < 0))
 	{
 		Oid		   *old_oids = places->oids;
-		uint32	   *old_place = places->place;
+		uint32	   *old_keys = places->keys;
 		int			old_nvalues = places->nvalues;
 
 		AcceptInvalidationMessages();
-		places->oids = NULL;
-		places->place = NULL;
 		read_enum_places(places);
-		place = find_enum_place(places, oid);
-		if (place < 0)
+		key = find_enum_key(places, oid);
+		if (key < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					 errmsg("invalid internal value for enum: %u", oid)));
-		if (!enum_ranks_kept(places, old_oids, old_place, old_nvalues))
+		if (!enum_keys_kept(places, old_oids, old_keys, old_nvalues))
 			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("gpusort: enum %s gained a value before others while its rows were sorted",
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("gpusort: the labels of enum %s were renumbered while its rows were sorted",
 							format_type_be(places->type)),
-					 errhint("Sort with SET gpusort.enabled = off, or add the values before the query.")));
+					 errhint("Run the query again.")));
 		pfree(old_oids);
-		pfree(old_place);
+		pfree(old_keys);
 	}
-	return (uint64_t) place;
+	return (uint64_t) key;
 }
 
 /*
  * An enum's table in parallel query's shared memory (parallel_sort.c):
  * the leader writes its own, and every process that sorts a share of the
- * rows encodes with it, so that ranks agree among the runs and the rows
- * job the processes all fill. (A worker's own table, read later, would
- * hold a value committed in between, and shift the ranks after it.)
+ * rows encodes with it, so that keys agree among the runs and the rows
+ * job the processes all fill. (A worker's own table, read later, could
+ * come after a renumbering.)
  */
 Size
 gpusort_enum_places_size(const GpuSortEnumPlaces *places)
@@ -333,7 +328,7 @@ gpusort_enum_places_write(const GpuSortEnumPlaces *places, char *area)
 
 	memcpy(area, &nvalues, sizeof(int32));
 	memcpy(area + sizeof(int32), places->oids, sizeof(Oid) * nvalues);
-	memcpy(area + sizeof(int32) + sizeof(Oid) * nvalues, places->place,
+	memcpy(area + sizeof(int32) + sizeof(Oid) * nvalues, places->keys,
 		   sizeof(uint32) * nvalues);
 }
 
@@ -344,11 +339,11 @@ gpusort_enum_places_adopt(GpuSortEnumPlaces *places, const char *area)
 
 	memcpy(&nvalues, area, sizeof(int32));
 	pfree(places->oids);
-	pfree(places->place);
+	pfree(places->keys);
 	places->oids = MemoryContextAlloc(places->context, sizeof(Oid) * Max(nvalues, 1));
-	places->place = MemoryContextAlloc(places->context, sizeof(uint32) * Max(nvalues, 1));
+	places->keys = MemoryContextAlloc(places->context, sizeof(uint32) * Max(nvalues, 1));
 	memcpy(places->oids, area + sizeof(int32), sizeof(Oid) * nvalues);
-	memcpy(places->place, area + sizeof(int32) + sizeof(Oid) * nvalues,
+	memcpy(places->keys, area + sizeof(int32) + sizeof(Oid) * nvalues,
 		   sizeof(uint32) * nvalues);
 	places->nvalues = nvalues;
 }
