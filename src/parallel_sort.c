@@ -158,18 +158,28 @@ shares_after_reports(void *coordinate, Size reports_size)
 }
 
 /*
- * The enum keys' tables of their values' ranks (types.c), after the
+ * The enum keys' tables of their labels' keys (types.c), after the
  * shares: the leader's, which every process that sorts a share takes, so
- * that all encode alike. Visited in key order, each enum key once.
+ * that all encode alike. Returns their size; where `area` is given, the
+ * leader writes them there, or a worker (`adopt`) takes them from there.
  */
 static Size
-enum_tables_size(GpuSortState *state)
+enum_tables(GpuSortState *state, char *area, bool adopt)
 {
 	Size		size = 0;
 
 	for (int k = 0; k < state->plan.nkeys; k++)
-		if (state->plan.key_part[k] == 0 && state->key_types[k]->enum_places != NULL)
-			size = add_size(size, gpusort_enum_places_size(state->key_types[k]->enum_places));
+	{
+		GpuSortEnumPlaces *places = state->key_types[k]->enum_places;
+
+		if (places == NULL)
+			continue;
+		if (area != NULL && adopt)
+			gpusort_enum_places_adopt(places, area + size);
+		else if (area != NULL)
+			gpusort_enum_places_write(places, area + size);
+		size = add_size(size, gpusort_enum_places_size(places));
+	}
 	return size;
 }
 
@@ -180,34 +190,6 @@ enum_tables_area(ParallelShares *shared)
 									  shared->nshares * sizeof(ShareFile));
 }
 
-static void
-enum_tables_write(GpuSortState *state, char *area)
-{
-	for (int k = 0; k < state->plan.nkeys; k++)
-	{
-		GpuSortEnumPlaces *places = state->key_types[k]->enum_places;
-
-		if (state->plan.key_part[k] != 0 || places == NULL)
-			continue;
-		gpusort_enum_places_write(places, area);
-		area += gpusort_enum_places_size(places);
-	}
-}
-
-static void
-enum_tables_adopt(GpuSortState *state, const char *area)
-{
-	for (int k = 0; k < state->plan.nkeys; k++)
-	{
-		GpuSortEnumPlaces *places = state->key_types[k]->enum_places;
-
-		if (state->plan.key_part[k] != 0 || places == NULL)
-			continue;
-		gpusort_enum_places_adopt(places, area);
-		area += gpusort_enum_places_size(places);
-	}
-}
-
 Size
 gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
@@ -215,7 +197,7 @@ gpusort_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	Size		size = worker_reports_size(pcxt->nworkers);
 
 	if (state->plan.role == GPUSORT_SORT_SHARE)
-		size = add_size(size, add_size(MAXALIGN(shares_size(pcxt)), enum_tables_size(state)));
+		size = add_size(size, add_size(MAXALIGN(shares_size(pcxt)), enum_tables(state, NULL, false)));
 	return size;
 }
 
@@ -314,7 +296,7 @@ gpusort_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coord
 		shared->segment = dsm_segment_handle(pcxt->seg);
 		shared->have_fileset = true;
 	}
-	enum_tables_write(state, enum_tables_area(shared));
+	enum_tables(state, enum_tables_area(shared), false);
 	state->shares = shared;
 	open_gpu_rows(state, shared);
 }
@@ -383,7 +365,7 @@ gpusort_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 			elog(ERROR, "gpusort: a parallel worker cannot find its query's shared memory");
 		SharedFileSetAttach(&shared->fileset, segment);
 	}
-	enum_tables_adopt(state, enum_tables_area(shared));
+	enum_tables(state, enum_tables_area(shared), true);
 	state->shares = shared;
 }
 

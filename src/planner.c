@@ -227,7 +227,7 @@ gpusort_sort_operator_key(Oid expr_type, Oid sort_operator, Oid collation,
 		opfamily = pattern_opfamily(type);
 		strategy = get_op_opfamily_strategy(sort_operator, opfamily);
 	}
-	return gpusort_supported_key(expr_type, opfamily, strategy, collation, key) &&
+	return gpusort_supported_key(type, opfamily, strategy, collation, key) &&
 		key->sort_operator == sort_operator;
 }
 
