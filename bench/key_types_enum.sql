@@ -21,30 +21,8 @@ FROM generate_series(1, :rows) i;
 VACUUM ANALYZE ke_bench;
 SET gpusort.min_rows = 0;
 SET parallel_setup_cost = 0;
-\set floor 'SELECT count(*) FROM (SELECT * FROM ke_bench OFFSET 0) s'
+\set table ke_bench
 \set key 'status'
-\set q 'SELECT count(*) FROM (SELECT * FROM ke_bench ORDER BY status OFFSET 0) s'
-\echo === key :key
-SET work_mem = '4MB';
-SET max_parallel_workers_per_gather = 0;
-\ir key_types_cell.sql
-SET max_parallel_workers_per_gather = 8;
-\ir key_types_cell.sql
-SET work_mem = '64MB';
-SET max_parallel_workers_per_gather = 0;
-\ir key_types_cell.sql
-SET max_parallel_workers_per_gather = 8;
-\ir key_types_cell.sql
+\ir key_types_key.sql
 \set key 'status, placed_at'
-\set q 'SELECT count(*) FROM (SELECT * FROM ke_bench ORDER BY status, placed_at OFFSET 0) s'
-\echo === key :key
-SET work_mem = '4MB';
-SET max_parallel_workers_per_gather = 0;
-\ir key_types_cell.sql
-SET max_parallel_workers_per_gather = 8;
-\ir key_types_cell.sql
-SET work_mem = '64MB';
-SET max_parallel_workers_per_gather = 0;
-\ir key_types_cell.sql
-SET max_parallel_workers_per_gather = 8;
-\ir key_types_cell.sql
+\ir key_types_key.sql
