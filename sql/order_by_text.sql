@@ -149,8 +149,9 @@ RESET max_parallel_workers_per_gather;
 -- A prefix as wide as the data needs: where the column's statistics say
 -- that many rows would still tie at 15 bytes (names that share their
 -- first 13), the planner gives the key 23 or 31 bytes (EXPLAIN says so)
--- and the comparator has nothing left to order; without statistics the
--- prefix keeps 15 bytes and the comparator orders the ties. Both give
+-- and the comparator has nothing left to order; without statistics a
+-- serial sort chooses the width from its first rows (EXPLAIN ANALYZE's
+-- "Key Prefix Chosen from Rows"), the rest below. Both give
 -- PostgreSQL's rows in PostgreSQL's order, in memory, in runs beyond
 -- work_mem and in parallel.
 CREATE TABLE names_analyzed WITH (autovacuum_enabled = off) AS
@@ -167,7 +168,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM names_analyzed ORDER BY longer COLLATE "C", id
 SELECT line FROM explain_stable('SELECT * FROM names_analyzed ORDER BY name COLLATE "C"', 'ANALYZE')
   AS line WHERE line ~ 'Ties|Wide';
 SELECT line FROM explain_stable('SELECT * FROM names_unanalyzed ORDER BY name COLLATE "C"', 'ANALYZE')
-  AS line WHERE line ~ 'Ties|Wide';
+  AS line WHERE line ~ 'Ties|Wide|Chosen';
 SELECT line FROM explain_stable('SELECT * FROM names_analyzed ORDER BY longer COLLATE "C", id', 'ANALYZE')
   AS line WHERE line ~ 'Ties|Wide';
 SELECT q, same_order(q, k) FROM (VALUES
@@ -205,7 +206,7 @@ SELECT i AS id,
   ('fifteen_bytes__' || (hashint4(i * 5) & 31) || repeat(' ', i % 4))::char(30) AS c
 FROM generate_series(1, 3000) i;
 SELECT line FROM explain_stable('SELECT * FROM tails ORDER BY t COLLATE "C", id', 'ANALYZE')
-  AS line WHERE line ~ 'Ties|Wide';
+  AS line WHERE line ~ 'Ties|Wide|Chosen';
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C", id', 'x, id'),
   ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C" DESC NULLS LAST, id', 'x, id'),
@@ -220,5 +221,69 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, by AS x FROM tails ORDER BY by DESC, id DESC', 'x, id')
 ) AS queries(q, k);
 RESET work_mem;
+
+-- A prefix chosen from the rows. A string key with no statistics gets the
+-- widest prefix the plan has room for (31 bytes); a serial, unbounded sort
+-- looks at its first rows (at most 16385 of those in memory when they are
+-- first sorted or leave memory), keeps the bytes they need and drops the
+-- rest from the rows it holds; later rows are encoded at that width. A
+-- bounded sort and a parallel sort's shares keep the widest. The rows'
+-- order is PostgreSQL's whatever was chosen: also where the first rows
+-- mislead (later rows share longer beginnings than the first ones), where
+-- the first rows are all NULL, in runs, and in the GPU service's memory.
+CREATE TABLE fresh WITH (autovacuum_enabled = off) AS
+SELECT i AS id,
+  'customer_' || lpad((hashint8(i) & 1048575)::text, 11, '0') || '_' || (i % 97) AS name,
+  md5(i::text) AS hash,
+  CASE WHEN i > 3000 THEN 'same_beginning_' || lpad((hashint4(i) & 65535)::text, 9, '0') || (i % 7)
+       ELSE (hashint4(i) & 65535)::text END AS misleading,
+  CASE WHEN i > 18000 THEN 'late_' || (hashint4(i) & 4095) ELSE NULL END AS late,
+  decode(md5((i % 4000)::text) || repeat('00', i % 3), 'hex') AS bytes
+FROM generate_series(1, 20000) i;
+SELECT line FROM explain_stable('SELECT * FROM fresh ORDER BY name COLLATE "C"', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide|Chosen';
+SELECT line FROM explain_stable('SELECT * FROM fresh ORDER BY hash COLLATE "C"', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide|Chosen';
+SELECT line FROM explain_stable('SELECT * FROM fresh ORDER BY misleading COLLATE "C", id', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide|Chosen';
+SELECT line FROM explain_stable('SELECT * FROM fresh ORDER BY late COLLATE "C", id', 'ANALYZE')
+  AS line WHERE line ~ 'Ties|Wide|Chosen';
+-- bounded: the widest, nothing chosen
+SELECT line FROM explain_stable('SELECT * FROM fresh ORDER BY name COLLATE "C" LIMIT 10', 'ANALYZE')
+  AS line WHERE line ~ 'Wide|Chosen';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C"', 'x'),
+  ('SELECT id, hash::bytea AS x FROM fresh ORDER BY hash COLLATE "C" DESC', 'x'),
+  ('SELECT id, misleading::bytea AS x FROM fresh ORDER BY misleading COLLATE "C", id', 'x, id'),
+  ('SELECT id, misleading::bytea AS x FROM fresh ORDER BY misleading COLLATE "C" DESC, id DESC', 'x, id'),
+  ('SELECT id, late::bytea AS x FROM fresh ORDER BY late COLLATE "C" NULLS FIRST, id', 'x, id'),
+  ('SELECT id, bytes AS x FROM fresh ORDER BY bytes, id', 'x, id'),
+  ('SELECT id, misleading::bytea AS x, name::bytea AS y FROM fresh ORDER BY misleading COLLATE "C", name COLLATE "C" DESC', 'x, y'),
+  ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C" LIMIT 300', 'x')
+) AS queries(q, k);
+SET work_mem = '64kB';
+-- (the rows in memory at the first run: how many depends on the server's
+-- memory accounting)
+SELECT regexp_replace(line, '\(\d+ rows', '(N rows') AS line
+  FROM explain_stable('SELECT * FROM fresh ORDER BY misleading COLLATE "C", id', 'ANALYZE')
+  AS line WHERE line ~ 'Chosen';
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, misleading::bytea AS x FROM fresh ORDER BY misleading COLLATE "C", id', 'x, id'),
+  ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C" DESC, id', 'x, id'),
+  ('SELECT id, bytes AS x FROM fresh ORDER BY bytes DESC, id', 'x, id')
+) AS queries(q, k);
+-- a scrollable cursor reads a merged file both ways
+BEGIN;
+DECLARE c SCROLL CURSOR FOR SELECT id, misleading FROM fresh ORDER BY misleading COLLATE "C", id;
+MOVE FORWARD 19990 IN c;
+FETCH 3 FROM c;
+FETCH BACKWARD 2 FROM c;
+COMMIT;
+SET max_parallel_workers_per_gather = 2;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, misleading::bytea AS x FROM fresh ORDER BY misleading COLLATE "C", id', 'x, id')
+) AS queries(q, k);
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
 
 DROP SCHEMA order_by_text CASCADE;

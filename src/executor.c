@@ -169,6 +169,7 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 												  estate, eflags));
 	else
 		outerPlanState(node) = ExecInitNode(outerPlan(cscan), estate, eflags);
+	state->prefix_choice_key = -1;
 	for (int k = 0; k < state->plan.nkeys; k++)
 	{
 		int			words;
@@ -184,6 +185,15 @@ begin_gpusort(CustomScanState *node, EState *estate, int eflags)
 													state->plan.collation[k], words);
 		if (state->key_types[k] == NULL || state->key_types[k]->nwords != words)
 			elog(ERROR, "gpusort: unsupported sort key type %u", state->plan.key_type[k]);
+		if ((state->plan.prefix_from_rows >> k) & 1 && state->prefix_choice_key < 0 &&
+			gpusort_prefix_may_widen(state->key_types[k]))
+		{
+			/* a copy of its own: the row store narrows its prefix */
+			state->prefix_choice_type = palloc(sizeof(GpuSortType));
+			*state->prefix_choice_type = *state->key_types[k];
+			state->key_types[k] = state->prefix_choice_type;
+			state->prefix_choice_key = k;
+		}
 	}
 	/*
 	 * The scan slot holds our stored minimal tuples as they are, without

@@ -53,7 +53,8 @@ explain_sort_keys(GpuSortState *state, List *context, ExplainState *es)
 														use_prefix, false));
 		/* a string's prefix the planner widened (planner.c) */
 		words = gpusort_plan_key_words(&state->plan, k);
-		if (gpusort_prefix_may_widen(state->key_types[k]) && words != GPUSORT_PREFIX_WORDS)
+		if (gpusort_prefix_may_widen(state->key_types[k]) && words != GPUSORT_PREFIX_WORDS &&
+			!((state->plan.prefix_from_rows >> k) & 1))
 			wide_prefixes = lappend(wide_prefixes,
 									psprintf("%s (%d bytes)", key.data, words * 8 - 1));
 		/* an operator neither the type's default < nor > (a pattern
@@ -163,6 +164,24 @@ explain_analyze(GpuSortState *state, ExplainState *es)
 			ExplainPropertyInteger("Tied Rows Resolved", NULL, stats->tie_rows, es);
 			ExplainPropertyInteger("Tied Groups Resolved", NULL, stats->tie_groups, es);
 			ExplainPropertyInteger("Tied Merge Comparisons", NULL, stats->tie_comparisons, es);
+		}
+	}
+	if (stats->prefix_bytes_chosen > 0)
+	{
+		/* a string key without statistics: its prefix, from its first rows */
+		int			widest = state->prefix_choice_type->nwords * 8 - 1;
+
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyText("Key Prefix Chosen from Rows",
+								psprintf("%d of %d bytes (" INT64_FORMAT " rows looked at)",
+										 stats->prefix_bytes_chosen, widest,
+										 stats->prefix_sample_rows), es);
+		else
+		{
+			ExplainPropertyInteger("Key Prefix Bytes Chosen", NULL,
+								   stats->prefix_bytes_chosen, es);
+			ExplainPropertyInteger("Key Prefix Rows Looked At", NULL,
+								   stats->prefix_sample_rows, es);
 		}
 	}
 	if (state->bound > 0)

@@ -65,6 +65,13 @@ typedef struct GpuSortType
 	/* an enum: its values' places in its order (gpusort_find_key_type()),
 	 * the key gpusort_enum_key() finds */
 	GpuSortEnumPlaces *enum_places;
+	/*
+	 * A string whose prefix the row store narrowed for the rows it holds
+	 * (gpusort_prefix_words_for_rows()): only the value's first
+	 * prefix_bytes bytes go in, the words after them stay zero, and the
+	 * flag stays in the last word's low byte. 0: nwords * 8 - 1 bytes.
+	 */
+	int			prefix_bytes;
 } GpuSortType;
 
 /*
@@ -94,6 +101,7 @@ extern int	gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum 
 											const float4 *common_share, int ncommon,
 											const Datum *bounds, int nbounds, int max_words,
 											double *tied_share);
+extern int	gpusort_prefix_words_for_rows(const uint64_t *keys, size_t nrows, int nwords);
 extern const char *gpusort_type_names(bool integral_only);
 extern uint64_t gpusort_read_key(const GpuSortType *type, const char *element);
 extern void gpusort_write_element(const GpuSortType *type, uint64_t key, char *element);
@@ -188,6 +196,13 @@ typedef struct GpuSortPlanInfo
 	 * the rows whose rank or dense rank, counted over peers equal on the
 	 * next topn_peer_columns key columns, is at most topn_kept.
 	 */
+	/*
+	 * String keys without statistics (bit k: the key whose first word is
+	 * column k): the planner gave them the widest prefix it had room for,
+	 * and a serial unbounded sort narrows it to what its first rows need
+	 * (row_store.c, "a prefix chosen from the rows").
+	 */
+	uint32		prefix_from_rows;
 	int			topn_kind;		/* a GpuSortTopNKind */
 	int			topn_kept;
 	int			topn_group_columns;

@@ -50,6 +50,10 @@ struct GpuSortState
 	GpuSortPlanInfo plan;
 	const GpuSortRoleMethods *role; /* plan.role's methods */
 	const GpuSortType *key_types[GS_MAX_KEY_COLUMNS];
+	/* the first key of plan.prefix_from_rows (-1: none): its type, this
+	 * node's own, whose prefix_bytes a serial store narrows */
+	int			prefix_choice_key;
+	GpuSortType *prefix_choice_type;
 	bool		random_access;	/* rewind, backward or mark/restore needed */
 	bool		approximate;	/* the approximate opt-in was on at the start */
 	int			intervals;		/* ... with this many intervals */

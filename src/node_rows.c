@@ -29,6 +29,24 @@ gpusort_make_spec(GpuSortState *state, RowStoreSpec *spec)
 	spec->intervals = state->intervals;
 	spec->approx_mode = state->approx_mode;
 	spec->expected_rows = state->css.ss.ps.plan->plan_rows;
+
+	/*
+	 * A string key without statistics: the widest prefix the plan has, but
+	 * a serial, unbounded, exact sort narrows it to what its first rows
+	 * need (row_store.c). A parallel sort's processes cannot agree on a
+	 * width before their first rows go out, and a bounded or top-N sort
+	 * compares its rows as they come: those keep the widest.
+	 */
+	if (state->prefix_choice_type != NULL)
+	{
+		state->prefix_choice_type->prefix_bytes = 0;
+		if (state->plan.role == GPUSORT_SORT_ALL && spec->bound == 0 && !spec->approximate &&
+			state->plan.topn_kind == GPUSORT_TOPN_NONE)
+		{
+			spec->prefix_choice = state->prefix_choice_type;
+			spec->prefix_choice_key = state->prefix_choice_key;
+		}
+	}
 }
 
 /*

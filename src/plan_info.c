@@ -32,6 +32,7 @@ gpusort_plan_info_to_list(const GpuSortPlanInfo *info)
 	list = lappend(list, makeInteger(info->algorithm));
 	list = lappend(list, makeInteger(info->approx_eligible));
 	list = lappend(list, makeInteger(info->bounded));
+	list = lappend(list, makeInteger((int) info->prefix_from_rows));
 	list = lappend(list, makeInteger(info->topn_kind));
 	list = lappend(list, makeInteger(info->topn_kept));
 	list = lappend(list, makeInteger(info->topn_group_columns));
@@ -61,6 +62,7 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 	info->algorithm = NEXT_INT();
 	info->approx_eligible = NEXT_INT() != 0;
 	info->bounded = NEXT_INT() != 0;
+	info->prefix_from_rows = (uint32) NEXT_INT();
 	info->topn_kind = NEXT_INT();
 	info->topn_kept = NEXT_INT();
 	info->topn_group_columns = NEXT_INT();
@@ -69,6 +71,10 @@ gpusort_plan_info_from_list(List *list, GpuSortPlanInfo *info)
 		info->topn_kept < 0 || info->topn_group_columns < 0 || info->topn_peer_columns < 0 ||
 		info->topn_group_columns + info->topn_peer_columns > info->nkeys)
 		elog(ERROR, "gpusort: a plan's top-N per group is corrupt");
+	for (int k = 0; k < GS_MAX_KEY_COLUMNS; k++)
+		if ((info->prefix_from_rows >> k) & 1 &&
+			(k >= info->nkeys || info->key_part[k] != 0))
+			elog(ERROR, "gpusort: a plan's prefix keys are corrupt");
 #undef NEXT_INT
 }
 

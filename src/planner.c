@@ -234,19 +234,22 @@ gpusort_sort_operator_key(Oid expr_type, Oid sort_operator, Oid collation,
 /*
  * How many words a string key's prefix gets (types.c,
  * gpusort_prefix_words_for_sample()), from the statistics of the column
- * it is (or of an expression index's expression): the default where there
- * are none, or where the user may not read them (nothing of them shows
- * but the width, yet PostgreSQL's estimators keep to the same rule).
+ * it is (or of an expression index's expression). Where there are none,
+ * or the user may not read them (nothing of them shows but the width, yet
+ * PostgreSQL's estimators keep to the same rule), the widest the plan has
+ * room for, with *from_rows set: the executor narrows it to what the rows
+ * need as they come (gpusort_prefix_words_for_rows()).
  */
 static int
 string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max_words,
-				 double *tied_share)
+				 double *tied_share, bool *from_rows)
 {
 	VariableStatData vardata;
-	int			words = GPUSORT_PREFIX_WORDS;
+	int			words = Min(max_words, GPUSORT_PREFIX_MAX_WORDS);
 	Oid			stats_type;
 
 	*tied_share = 0.0;
+	*from_rows = words > GPUSORT_PREFIX_WORDS;
 	examine_variable(root, (Node *) expr, 0, &vardata);
 	/* the statistics' values are of the key's type (varchar's are text's,
 	 * a domain's its base type's) */
@@ -265,6 +268,7 @@ string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max
 												  STATISTIC_KIND_HISTOGRAM, InvalidOid,
 												  ATTSTATSSLOT_VALUES);
 
+		*from_rows = false;
 		words = gpusort_prefix_words_for_sample(type, collation,
 												has_common ? common.values : NULL,
 												has_common ? common.numbers : NULL,
@@ -292,6 +296,7 @@ typedef struct SortKeyFound
 	GpuSortKeyChoice key;
 	bool		nulls_first;
 	int			words;			/* engine key columns it takes */
+	bool		words_from_rows;	/* ... or fewer, as the rows need */
 } SortKeyFound;
 
 /*
@@ -333,6 +338,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		found[nfound].key = key;
 		found[nfound].nulls_first = pathkey->pk_nulls_first;
 		found[nfound].words = key.key_type->nwords;
+		found[nfound].words_from_rows = false;
 		columns += key.key_type->nwords;
 		nfound++;
 	}
@@ -346,7 +352,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 			continue;
 		found[i].words = string_key_words(root, found[i].expr, found[i].key.type,
 										  found[i].key.collation, found[i].words + room,
-										  &tied_share);
+										  &tied_share, &found[i].words_from_rows);
 		columns += found[i].words - found[i].key.key_type->nwords;
 
 		/*
@@ -371,6 +377,8 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 		{
 			int			k = info->nkeys++;
 
+			if (part == 0 && found[i].words_from_rows)
+				info->prefix_from_rows |= (uint32) 1 << k;
 			info->key_type[k] = found[i].key.type;
 			info->key_part[k] = part;
 			info->descending[k] = found[i].key.descending;

@@ -100,6 +100,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->topn = spec->plan->topn_kind != GPUSORT_TOPN_NONE && spec->bound == 0 &&
 		!spec->approximate;
 	store->group_prunes_pay = store->topn;
+	store->prefix_unchosen = spec->prefix_choice != NULL;
 	store->gpu_run_early = spec->spill_to_gpu && spec->bound == 0 && !spec->random_access &&
 		!spec->approximate && spec->share_files == NULL && spec->gpu_share == NULL;
 	/* start near the planner's estimate (or what a bounded sort keeps
@@ -208,8 +209,9 @@ gpu_run_due(const RowStore *store)
 	/* rows that pruning by group may leave few of stay here while it pays */
 	if (store->group_prunes_pay)
 		return false;
-	/* the planner expects that much: from the first row, none copied */
-	if (store->ntuples == 1 &&
+	/* the planner expects that much: from the first row, none copied (or
+	 * once the rows a prefix is chosen from are in) */
+	if (store->ntuples == (store->prefix_unchosen ? PREFIX_SAMPLE_ROWS : 1) &&
 		store->spec.expected_rows * job_record_size(store, store->tuples[0]->t_len) >=
 		(double) GPU_RUN_EARLY_BYTES)
 		return gpu_run_allowed(store);

@@ -39,6 +39,11 @@ typedef struct RowStoreSpec
 								 * memory (read through row_store_sort only) */
 	struct ServiceRowsShared *gpu_share;	/* a parallel share: its rows go to
 											 * this shared rows job first */
+	/* a string key whose prefix the store narrows to what its first rows
+	 * need (NULL: none), the type its key readers encode with, and its
+	 * first key column */
+	GpuSortType *prefix_choice;
+	int			prefix_choice_key;
 } RowStoreSpec;
 
 /* How the sort went, for EXPLAIN ANALYZE. */
@@ -82,6 +87,9 @@ typedef struct RowStoreStats
 	int64		tie_groups;		/* groups of rows tied after a sort */
 	int64		tie_rows;		/* rows in them */
 	int64		tie_comparisons;	/* comparisons of tied rows in merges */
+	/* a prefix chosen from the rows: its bytes of value, from how many */
+	int			prefix_bytes_chosen;	/* 0: none chosen */
+	int64		prefix_sample_rows;
 } RowStoreStats;
 
 extern RowStore *row_store_begin(const RowStoreSpec *spec);

@@ -429,6 +429,7 @@ move_to_gpu_run(RowStore *store, bool more_rows)
 				largest;
 
 	store->gpu_run_tried = true;
+	choose_prefix(store);
 	measure_records(store, &total, &largest);
 	open_gpu_run(store, total);
 	if (store->gpu_run == NULL)

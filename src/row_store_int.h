@@ -332,9 +332,17 @@ struct RowStore
 	bool		group_prunes_pay;
 	GroupCounter read_counter;
 
+	/* a prefix chosen from the rows (spec.prefix_choice): not yet chosen,
+	 * while every row is still in memory, encoded at the widest */
+	bool		prefix_unchosen;
+
 	RowStoreStats stats;
 	bool		have_report;	/* stats.report holds a sort's */
 };
+
+/* Rows a prefix is chosen from (at most; those in memory when it must be,
+ * spread over them). */
+#define PREFIX_SAMPLE_ROWS 16384
 
 /*
  * Fetches a tuple scattered in memory ahead of its use: its first two cache
@@ -587,6 +595,7 @@ extern bool grow_rows(RowStore *store);
 extern char *slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free);
 extern MinimalTuple copy_row(RowStore *store, TupleTableSlot *slot);
 extern void lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls);
+extern void choose_prefix(RowStore *store);
 extern void sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm);
 extern void prune_rows(RowStore *store);
 extern void prune_groups(RowStore *store);

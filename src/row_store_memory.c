@@ -305,6 +305,97 @@ resolve_ties(RowStore *store)
 	}
 }
 
+/*
+ * A prefix chosen from the rows (spec.prefix_choice): a string key without
+ * statistics has the widest prefix the plan had room for, and every row
+ * so far was encoded at that width. Before the first of them is sorted
+ * or leaves memory, the store looks at them (types.c,
+ * gpusort_prefix_words_for_rows()) and keeps only the bytes they need:
+ * the rows in memory lose the rest of theirs (their flag set where
+ * a byte is dropped), later rows are encoded so (the type's
+ * prefix_bytes), and the resolver takes the next bytes from there. Every
+ * run, the GPU run and the merges then see one width. The words past the
+ * chosen bytes stay zero, which costs the engine's sort no bits.
+ */
+void
+choose_prefix(RowStore *store)
+{
+	GpuSortType *type = store->spec.prefix_choice;
+	int			first = store->spec.prefix_choice_key;
+	int			nwords;
+	size_t		step = Max(store->ntuples / PREFIX_SAMPLE_ROWS, 1);
+	uint64_t   *sample;
+	size_t		nsample = 0;
+	int			chosen;
+	size_t		held;
+
+	if (!store->prefix_unchosen)
+		return;
+	store->prefix_unchosen = false;
+	nwords = type->nwords;
+	sample = palloc(sizeof(uint64_t) * nwords * Min(store->ntuples, PREFIX_SAMPLE_ROWS + 1));
+	for (size_t i = 0; i < store->ntuples && nsample <= PREFIX_SAMPLE_ROWS; i += step)
+	{
+		if (store->column_nulls[first][i])
+			continue;
+		for (int w = 0; w < nwords; w++)
+			sample[nsample * nwords + w] = store->column_keys[first + w][i];
+		nsample++;
+	}
+	/* no value seen yet: nothing says a narrower one will do */
+	chosen = nsample > 0 ? gpusort_prefix_words_for_rows(sample, nsample, nwords) : nwords;
+	pfree(sample);
+	held = (size_t) chosen * 8 - 1;
+	if (nsample > 0)
+	{
+		store->stats.prefix_sample_rows = (int64) nsample;
+		store->stats.prefix_bytes_chosen = (int) held;
+	}
+	if (chosen == nwords)
+		return;
+
+	for (size_t i = 0; i < store->ntuples; i++)
+	{
+		uint8		bytes[GPUSORT_PREFIX_MAX_WORDS * 8] = {0};
+		bool		goes_on;
+
+		if (store->column_nulls[first][i])
+			continue;
+		for (int w = 0; w < nwords; w++)
+			for (int b = 0; b < 8; b++)
+				bytes[w * 8 + b] = (uint8) (store->column_keys[first + w][i] >> (56 - 8 * b));
+		goes_on = bytes[nwords * 8 - 1] != 0;
+		for (size_t b = held; b < (size_t) nwords * 8 - 1; b++)
+		{
+			goes_on |= bytes[b] != 0;
+			bytes[b] = 0;
+		}
+		bytes[nwords * 8 - 1] = goes_on ? 1 : 0;
+		for (int w = 0; w < nwords; w++)
+		{
+			uint64_t	word = 0;
+
+			for (int b = 0; b < 8; b++)
+				word = (word << 8) | bytes[w * 8 + b];
+			store->column_keys[first + w][i] = word;
+		}
+	}
+	/* the ranges the engine packs the words by, as they are now */
+	for (int w = 0; w < nwords; w++)
+	{
+		int			k = first + w;
+
+		gs_key_column_init(&store->columns[k], store->plan->descending[k],
+						   store->plan->nulls_first[k]);
+		for (size_t i = 0; i < store->ntuples; i++)
+			gs_key_column_observe(&store->columns[k], store->column_nulls[k][i],
+								  store->column_keys[k][i]);
+	}
+	type->prefix_bytes = (int) held;
+	if (store->ties != NULL)
+		tie_resolver_narrow(store->ties, first, chosen);
+}
+
 /* Sorts the rows in memory; store->order gets their order. */
 void
 sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
@@ -315,8 +406,10 @@ sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm)
 	gs_status	status;
 	instr_time	start,
 				duration;
-	MemoryContext old_context = MemoryContextSwitchTo(store->rows_context);
+	MemoryContext old_context;
 
+	choose_prefix(store);
+	old_context = MemoryContextSwitchTo(store->rows_context);
 	if (gs_key_layout_build(&layout, store->columns, store->nkeys) != GS_OK)
 		elog(ERROR, "gpusort: could not lay out %d sort keys", store->nkeys);
 	store->order = MemoryContextAllocHuge(store->rows_context,

@@ -51,6 +51,7 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 			int			words = gpusort_plan_key_words(plan, k);
 
 			resolver->ext_key = resolver->nkeys;
+			resolver->ext_column = k;
 			resolver->ext_type = gpusort_find_key_type(plan->key_type[k], plan->collation[k],
 													   words + GPUSORT_TIE_WORDS);
 			resolver->ext_first = words - 1;
@@ -66,6 +67,28 @@ tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc, MemoryContext c
 	resolver->parent = context;
 	MemoryContextSwitchTo(old_context);
 	return resolver;
+}
+
+/*
+ * The prefix key whose first engine column is `column` now holds only the
+ * value's first words * 8 - 1 bytes (the row store narrowed it, types.c's
+ * prefix_bytes): its next words start there.
+ */
+void
+tie_resolver_narrow(TieResolver *resolver, int column, int words)
+{
+	MemoryContext old_context;
+	const GpuSortType *ext_type;
+
+	if (resolver->ext_key < 0 || resolver->ext_column != column)
+		return;
+	old_context = MemoryContextSwitchTo(resolver->parent);
+	ext_type = gpusort_find_key_type(resolver->ext_type->type,
+									 resolver->collation[resolver->ext_key],
+									 words + GPUSORT_TIE_WORDS);
+	MemoryContextSwitchTo(old_context);
+	resolver->ext_type = ext_type;
+	resolver->ext_first = words - 1;
 }
 
 static int

@@ -43,6 +43,7 @@ typedef struct TieResolver
 	 * those equal there as well go to the comparator.
 	 */
 	int			ext_key;		/* SQL key, or -1 */
+	int			ext_column;		/* its first engine column */
 	const GpuSortType *ext_type;
 	int			ext_first;
 	bool		group_ext;		/* the group being sorted has them */
@@ -63,6 +64,7 @@ typedef struct TieResolver
 
 extern TieResolver *tie_resolver_create(const GpuSortPlanInfo *plan, TupleDesc desc,
 										MemoryContext context);
+extern void tie_resolver_narrow(TieResolver *resolver, int column, int words);
 extern int	tie_resolver_compare(TieResolver *resolver, MinimalTuple a, MinimalTuple b);
 extern void tie_resolver_sort(TieResolver *resolver, MinimalTuple const *tuples,
 							  uint32_t *rows, size_t n);

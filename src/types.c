@@ -481,7 +481,8 @@ encode_interval(Datum value, uint64_t *words)
  * Strings: a prefix of type->nwords words (GPUSORT_PREFIX_WORDS unless
  * the planner chose a wider one, gpusort_prefix_words_for_sample()),
  * compared as unsigned words in order, whose bytes are the value's first
- * nwords * 8 - 1 bytes (zero after its end) and whose last byte says
+ * nwords * 8 - 1 bytes (zero after its end; only its first
+ * type->prefix_bytes where the row store narrowed it) and whose last byte says
  * whether the value may go on beyond them (1) or is all there (0). Under a
  * collation that orders by bytes (the planner allows no other), a value
  * that is all there and holds no zero byte (text never does; bytea may) is
@@ -490,17 +491,26 @@ encode_interval(Datum value, uint64_t *words)
  * same bytes, as it should: it is a prefix of that one, and shorter. Equal
  * prefixes that go on are ties for the comparator (tie_resolver.c).
  */
+/* The bytes of a string's value its prefix holds (before the flag's). */
+static inline size_t
+value_bytes(const GpuSortType *type)
+{
+	return type->prefix_bytes > 0 ? (size_t) type->prefix_bytes : (size_t) type->nwords * 8 - 1;
+}
+
 static void
-prefix_words(const uint8 *bytes, size_t length, bool may_hold_zero, int nwords,
+prefix_words(const GpuSortType *type, const uint8 *bytes, size_t length, bool may_hold_zero,
 			 uint64_t *words)
 {
 	uint8		prefix[GPUSORT_ENCODE_MAX_WORDS * 8];
-	size_t		prefix_bytes = (size_t) nwords * 8 - 1;
+	int			nwords = type->nwords;
+	size_t		held = value_bytes(type);
 
 	Assert(nwords >= 1 && nwords <= GPUSORT_ENCODE_MAX_WORDS);
+	Assert(held <= (size_t) nwords * 8 - 1);
 	memset(prefix, 0, sizeof(prefix));
-	memcpy(prefix, bytes, Min(length, prefix_bytes));
-	prefix[prefix_bytes] = length > prefix_bytes ||
+	memcpy(prefix, bytes, Min(length, held));
+	prefix[nwords * 8 - 1] = length > held ||
 		(may_hold_zero && memchr(bytes, 0, length) != NULL) ? 1 : 0;
 	for (int w = 0; w < nwords; w++)
 		words[w] = big_endian(prefix + 8 * w, 8);
@@ -512,8 +522,8 @@ encode_text(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
 
-	prefix_words((const uint8 *) VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), false,
-				 type->nwords, words);
+	prefix_words(type, (const uint8 *) VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text), false,
+				 words);
 	if ((Pointer) text != DatumGetPointer(value))
 		pfree(text);
 }
@@ -524,9 +534,9 @@ encode_bpchar(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	struct varlena *text = PG_DETOAST_DATUM_PACKED(value);
 
-	prefix_words((const uint8 *) VARDATA_ANY(text),
+	prefix_words(type, (const uint8 *) VARDATA_ANY(text),
 				 bpchartruelen(VARDATA_ANY(text), VARSIZE_ANY_EXHDR(text)), false,
-				 type->nwords, words);
+				 words);
 	if ((Pointer) text != DatumGetPointer(value))
 		pfree(text);
 }
@@ -537,7 +547,7 @@ encode_name(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	const char *name = NameStr(*DatumGetName(value));
 
-	prefix_words((const uint8 *) name, strnlen(name, NAMEDATALEN), false, type->nwords, words);
+	prefix_words(type, (const uint8 *) name, strnlen(name, NAMEDATALEN), false, words);
 }
 
 /* bytea: byteacmp is memcmp, then the shorter first; zero bytes allowed */
@@ -546,8 +556,8 @@ encode_bytea(const GpuSortType *type, Datum value, uint64_t *words)
 {
 	struct varlena *bytes = PG_DETOAST_DATUM_PACKED(value);
 
-	prefix_words((const uint8 *) VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), true,
-				 type->nwords, words);
+	prefix_words(type, (const uint8 *) VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), true,
+				 words);
 	if ((Pointer) bytes != DatumGetPointer(value))
 		pfree(bytes);
 }
@@ -578,15 +588,15 @@ sort_key_prefix_words(const GpuSortType *type, const char *string, size_t length
 					  uint64_t *words)
 {
 	uint8		prefix[GPUSORT_ENCODE_MAX_WORDS * 8];
-	size_t		prefix_bytes = (size_t) type->nwords * 8 - 1;
+	size_t		held = value_bytes(type);
 	size_t		written;
 
 	Assert(type->nwords >= 1 && type->nwords <= GPUSORT_ENCODE_MAX_WORDS);
 	memset(prefix, 0, sizeof(prefix));
-	written = gpusort_sort_key_prefix(type->locale, string, length, prefix, prefix_bytes);
-	Assert(written <= prefix_bytes);
+	written = gpusort_sort_key_prefix(type->locale, string, length, prefix, held);
+	Assert(written <= held);
 	(void) written;				/* the bytes after a shorter key stay zero */
-	prefix[prefix_bytes] = 1;
+	prefix[type->nwords * 8 - 1] = 1;
 	for (int w = 0; w < type->nwords; w++)
 		words[w] = big_endian(prefix + 8 * w, 8);
 }
@@ -934,6 +944,90 @@ gpusort_prefix_words_for_sample(Oid type, Oid collation, const Datum *common,
 		   (tied[chosen] > tied[max_words] + 0.01 || (!reaches[chosen] && reaches[max_words])))
 		chosen++;
 	*tied_share = tied[chosen];
+	return chosen;
+}
+
+/*
+ * How many words of a string key's prefix the rows need, from the rows
+ * themselves: for a key without statistics (planner.c gave it nwords, the
+ * widest the plan has room for), the row store's first rows, encoded at
+ * that width (`keys`: nrows rows of nwords words, none NULL). The rule is
+ * gpusort_prefix_words_for_sample()'s, on rows rather than bounds: the
+ * narrowest width at which at most one per cent of the rows more tie than
+ * at the widest (rows whose prefixes another row shares and that go on
+ * beyond it), and that reaches SPAN_MARGIN_BYTES past the longest
+ * beginning two neighbouring rows share, unless it holds nearly every row
+ * whole or the widest does not reach there either. The first rows of a
+ * table are a denser sample than its histogram, but still a sample: the
+ * margin covers the rows that come later.
+ */
+int
+gpusort_prefix_words_for_rows(const uint64_t *keys, size_t nrows, int nwords)
+{
+	SamplePrefix *prefixes;
+	size_t		tied[GPUSORT_PREFIX_MAX_WORDS + 1];
+	size_t		going_on[GPUSORT_PREFIX_MAX_WORDS + 1];
+	size_t		longest_shared = 0;
+	int			chosen;
+
+	Assert(nwords <= GPUSORT_PREFIX_MAX_WORDS);
+	if (nwords <= GPUSORT_PREFIX_WORDS || nrows < 2)
+		return nwords;
+	prefixes = palloc0(sizeof(SamplePrefix) * nrows);
+	for (size_t i = 0; i < nrows; i++)
+	{
+		const uint64_t *words = keys + i * nwords;
+
+		/* the value's bytes, then the flag where the widest has it */
+		for (int w = 0; w < nwords; w++)
+			for (int b = 0; b < 8; b++)
+				prefixes[i].bytes[w * 8 + b] = (uint8) (words[w] >> (56 - 8 * b));
+		prefixes[i].bytes[nwords * 8 - 1] = 0;
+		prefixes[i].bytes[GPUSORT_PREFIX_MAX_WORDS * 8 - 1] = (uint8) (words[nwords - 1] & 0xFF);
+	}
+	qsort(prefixes, nrows, sizeof(SamplePrefix), compare_sample_prefixes);
+	for (size_t i = 1; i < nrows; i++)
+	{
+		size_t		shared = 0;
+
+		while (shared < (size_t) nwords * 8 - 1 &&
+			   prefixes[i - 1].bytes[shared] == prefixes[i].bytes[shared])
+			shared++;
+		longest_shared = Max(longest_shared, shared);
+	}
+	for (int w = GPUSORT_PREFIX_WORDS; w <= nwords; w++)
+	{
+		size_t		prefix_bytes = (size_t) w * 8 - 1;
+		bool		previous_tied = false;
+
+		tied[w] = 0;
+		going_on[w] = goes_on_beyond(&prefixes[0], prefix_bytes) ? 1 : 0;
+		for (size_t i = 1; i < nrows; i++)
+		{
+			bool		tie = goes_on_beyond(&prefixes[i - 1], prefix_bytes) &&
+				goes_on_beyond(&prefixes[i], prefix_bytes) &&
+				memcmp(prefixes[i - 1].bytes, prefixes[i].bytes, prefix_bytes) == 0;
+
+			/* a group of g tied rows counts g */
+			if (tie)
+				tied[w] += previous_tied ? 1 : 2;
+			previous_tied = tie;
+			going_on[w] += goes_on_beyond(&prefixes[i], prefix_bytes) ? 1 : 0;
+		}
+	}
+	pfree(prefixes);
+	chosen = GPUSORT_PREFIX_WORDS;
+	for (; chosen < nwords; chosen++)
+	{
+		size_t		prefix_bytes = (size_t) chosen * 8 - 1;
+		bool		reaches = prefix_bytes >= longest_shared + SPAN_MARGIN_BYTES ||
+			going_on[chosen] <= nrows / 100;
+		bool		widest_reaches = (size_t) nwords * 8 - 1 >= longest_shared + SPAN_MARGIN_BYTES ||
+			going_on[nwords] <= nrows / 100;
+
+		if (tied[chosen] <= tied[nwords] + nrows / 100 && (reaches || !widest_reaches))
+			break;
+	}
 	return chosen;
 }
 
