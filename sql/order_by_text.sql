@@ -228,8 +228,8 @@ RESET work_mem;
 -- looks at its first rows (at most 16385 of those in memory when they are
 -- first sorted or leave memory), keeps the bytes they need and drops the
 -- rest from the rows it holds; later rows are encoded at that width. A
--- bounded sort keeps the widest, a parallel sort's shares the default
--- (partial GpuSorts under a Gather Merge choose each). The rows'
+-- bounded sort and a parallel sort's shares keep the widest (partial
+-- GpuSorts under a Gather Merge choose each). The rows'
 -- order is PostgreSQL's whatever was chosen: also where the first rows
 -- mislead (later rows share longer beginnings than the first ones), where
 -- the first rows are all NULL, in runs, and in the GPU service's memory.

@@ -236,24 +236,24 @@ gpusort_sort_operator_key(Oid expr_type, Oid sort_operator, Oid collation,
  * gpusort_prefix_words_for_sample()), from the statistics of the column
  * it is (or of an expression index's expression). Where there are none,
  * or the user may not read them (nothing of them shows but the width, yet
- * PostgreSQL's estimators keep to the same rule): with rows_choose, the
- * widest the plan has room for, with *from_rows set, and the executor
- * narrows it to what the rows need as they come
- * (gpusort_prefix_words_for_rows()); otherwise the default.
+ * PostgreSQL's estimators keep to the same rule), the widest the plan has
+ * room for, with *from_rows set: a serial sort narrows it to what its
+ * first rows need (gpusort_prefix_words_for_rows()).
  *
  * A parallel sort's shares cannot choose (each streams its rows to the
- * GPU from its first, and all must encode alike), and the widest prefix
- * costs them dearly where the key's bytes are all different (an md5 key
- * with 8 workers took 2.7-3.1 s at 31 bytes against 1.8-2.3 s at 15 on
- * the H200, bench/README.md): they keep the default.
+ * GPU from its first, and all must encode alike): they keep the widest.
+ * That costs them where every byte differs (10M rows, 8 workers, the
+ * H200: md5 text 0.82-0.98x PostgreSQL's time at 31 bytes, 0.60-0.65x at
+ * 15), but 15 bytes left a name-like key's every row to the merging
+ * process's comparator (2.3-2.7x PostgreSQL's time; 0.37-0.45x at 31):
+ * bench/README.md, "Text keys without statistics".
  */
 static int
 string_key_words(PlannerInfo *root, Expr *expr, Oid type, Oid collation, int max_words,
-				 bool rows_choose, double *tied_share, bool *from_rows)
+				 double *tied_share, bool *from_rows)
 {
 	VariableStatData vardata;
-	int			words = rows_choose ? Min(max_words, GPUSORT_PREFIX_MAX_WORDS) :
-		GPUSORT_PREFIX_WORDS;
+	int			words = Min(max_words, GPUSORT_PREFIX_MAX_WORDS);
 	Oid			stats_type;
 
 	*tied_share = 0.0;
@@ -360,8 +360,7 @@ analyze_sort_keys(PlannerInfo *root, PathTarget *target, Relids child_relids,
 			continue;
 		found[i].words = string_key_words(root, found[i].expr, found[i].key.type,
 										  found[i].key.collation, found[i].words + room,
-										  !one_resolver, &tied_share,
-										  &found[i].words_from_rows);
+										  &tied_share, &found[i].words_from_rows);
 		columns += found[i].words - found[i].key.key_type->nwords;
 
 		/*
