@@ -10,7 +10,8 @@
 \set ON_ERROR_STOP on
 \timing on
 \set rows 10000000
-CREATE TABLE IF NOT EXISTS kt_fresh WITH (autovacuum_enabled = off) AS
+DROP TABLE IF EXISTS kt_fresh;   -- a warm machine may keep an analyzed one
+CREATE TABLE kt_fresh WITH (autovacuum_enabled = off) AS
 SELECT md5(i::text) AS h,
        'customer_' || lpad((hashint8(i) & 1048575)::text, 11, '0') || '_' || (i % 97) AS name,
        i AS id
