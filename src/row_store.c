@@ -222,6 +222,8 @@ static pg_noinline void
 keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlot *slot)
 {
 	bool		bounded = store->spec.bound > 0;
+	bool		prefix_unchosen = store->prefix_unchosen;
+	uint64_t	row_keys[GS_MAX_KEY_COLUMNS];
 	size_t		i;
 
 	if (store->gpu_run_open)
@@ -243,12 +245,21 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
 		if (store->ntuples == store->capacity)
 			spill_rows(store, true);
 	}
+	/* the run that closed before this row chose the prefix: this row's
+	 * keys, encoded before, narrow as the stored rows' did */
+	memcpy(row_keys, keys, store->nkeys * sizeof(uint64_t));
+	if (prefix_unchosen && !store->prefix_unchosen &&
+		store->spec.prefix_choice->prefix_bytes > 0 &&
+		!nulls[store->spec.prefix_choice_key])
+		narrow_prefix_words(&row_keys[store->spec.prefix_choice_key],
+							store->spec.prefix_choice->nwords,
+							(size_t) store->spec.prefix_choice->prefix_bytes);
 	i = store->ntuples++;
 	for (int k = 0; k < store->nkeys; k++)
 	{
-		store->column_keys[k][i] = keys[k];
+		store->column_keys[k][i] = row_keys[k];
 		store->column_nulls[k][i] = nulls[k];
-		gs_key_column_observe(&store->columns[k], nulls[k], keys[k]);
+		gs_key_column_observe(&store->columns[k], nulls[k], row_keys[k]);
 	}
 	store->tuples[i] = copy_row(store, slot);
 

@@ -595,6 +595,7 @@ extern bool grow_rows(RowStore *store);
 extern char *slot_tuple_bytes(TupleTableSlot *slot, uint32 *length, bool *should_free);
 extern MinimalTuple copy_row(RowStore *store, TupleTableSlot *slot);
 extern void lower_threshold(RowStore *store, const uint64_t *keys, const bool *nulls);
+extern void narrow_prefix_words(uint64_t *words, int nwords, size_t held);
 extern void choose_prefix(RowStore *store);
 extern void sort_rows(RowStore *store, size_t limit, gs_algorithm algorithm);
 extern void prune_rows(RowStore *store);

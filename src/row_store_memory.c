@@ -306,6 +306,38 @@ resolve_ties(RowStore *store)
 }
 
 /*
+ * A string key's words encoded at their full width, narrowed to the
+ * value's first `held` bytes: the bytes after them zero, the flag (the
+ * last byte) set where one of them was not. Words already narrowed stay
+ * as they are.
+ */
+void
+narrow_prefix_words(uint64_t *words, int nwords, size_t held)
+{
+	uint8		bytes[GPUSORT_PREFIX_MAX_WORDS * 8] = {0};
+	bool		goes_on;
+
+	for (int w = 0; w < nwords; w++)
+		for (int b = 0; b < 8; b++)
+			bytes[w * 8 + b] = (uint8) (words[w] >> (56 - 8 * b));
+	goes_on = bytes[nwords * 8 - 1] != 0;
+	for (size_t b = held; b < (size_t) nwords * 8 - 1; b++)
+	{
+		goes_on |= bytes[b] != 0;
+		bytes[b] = 0;
+	}
+	bytes[nwords * 8 - 1] = goes_on ? 1 : 0;
+	for (int w = 0; w < nwords; w++)
+	{
+		uint64_t	word = 0;
+
+		for (int b = 0; b < 8; b++)
+			word = (word << 8) | bytes[w * 8 + b];
+		words[w] = word;
+	}
+}
+
+/*
  * A prefix chosen from the rows (spec.prefix_choice): a string key without
  * statistics has the widest prefix the plan had room for, and every row
  * so far was encoded at that width. Before the first of them is sorted
@@ -356,29 +388,15 @@ choose_prefix(RowStore *store)
 
 	for (size_t i = 0; i < store->ntuples; i++)
 	{
-		uint8		bytes[GPUSORT_PREFIX_MAX_WORDS * 8] = {0};
-		bool		goes_on;
+		uint64_t	words[GPUSORT_PREFIX_MAX_WORDS];
 
 		if (store->column_nulls[first][i])
 			continue;
 		for (int w = 0; w < nwords; w++)
-			for (int b = 0; b < 8; b++)
-				bytes[w * 8 + b] = (uint8) (store->column_keys[first + w][i] >> (56 - 8 * b));
-		goes_on = bytes[nwords * 8 - 1] != 0;
-		for (size_t b = held; b < (size_t) nwords * 8 - 1; b++)
-		{
-			goes_on |= bytes[b] != 0;
-			bytes[b] = 0;
-		}
-		bytes[nwords * 8 - 1] = goes_on ? 1 : 0;
+			words[w] = store->column_keys[first + w][i];
+		narrow_prefix_words(words, nwords, held);
 		for (int w = 0; w < nwords; w++)
-		{
-			uint64_t	word = 0;
-
-			for (int b = 0; b < 8; b++)
-				word = (word << 8) | bytes[w * 8 + b];
-			store->column_keys[first + w][i] = word;
-		}
+			store->column_keys[first + w][i] = words[w];
 	}
 	/* the ranges the engine packs the words by, as they are now */
 	for (int w = 0; w < nwords; w++)
