@@ -228,8 +228,9 @@ RESET work_mem;
 -- looks at its first rows (at most 16385 of those in memory when they are
 -- first sorted or leave memory), keeps the bytes they need and drops the
 -- rest from the rows it holds; later rows are encoded at that width. A
--- bounded sort and a parallel sort's shares keep the widest (partial
--- GpuSorts under a Gather Merge choose each). The rows'
+-- bounded sort keeps the widest; a parallel sort's shares agree on the
+-- width the first of them chose (partial GpuSorts under a Gather Merge
+-- choose each). The rows'
 -- order is PostgreSQL's whatever was chosen: also where the first rows
 -- mislead (later rows share longer beginnings than the first ones), where
 -- the first rows are all NULL, in runs, and in the GPU service's memory.
@@ -311,6 +312,48 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, misleading::bytea AS x FROM fresh ORDER BY misleading COLLATE "C", id', 'x, id')
 ) AS queries(q, k);
 RESET work_mem;
+-- The parallel GpuSort's shares agree on one width: each holds its first
+-- rows, the first to choose publishes its width and the others take it;
+-- the merge above resolves the shares' ties from that width on. Here the
+-- first 60000 rows differ within 15 bytes and the last 40000 tie there
+-- in groups of 100, ordered by their 16th-17th bytes and the opposite way
+-- by their 32nd-33rd, so a merge that took the next bytes from the widest
+-- width would put every group backwards. (Plain queries: the shares
+-- choose from the rows they read first.)
+CREATE TABLE late_groups (id int, t text COLLATE "C") WITH (autovacuum_enabled = off);
+INSERT INTO late_groups SELECT i, md5(i::text) || repeat('y', 10) FROM generate_series(1, 60000) i;
+INSERT INTO late_groups SELECT 60000 + i,
+    left(md5((i / 100)::text), 15) || lpad((i % 100)::text, 2, '0') || repeat('x', 14) ||
+    lpad((99 - i % 100)::text, 2, '0')
+  FROM generate_series(0, 39999) i;
+SET enable_gathermerge = off;
+SELECT line FROM explain_stable('SELECT id, t FROM late_groups ORDER BY t') AS line
+  WHERE line ~ 'GpuSort|Gather';
+SELECT count(*) AS rows, count(*) FILTER (WHERE previous > t) AS out_of_order,
+       count(DISTINCT t) AS distinct_values
+  FROM (SELECT t, lag(t) OVER () AS previous FROM (SELECT id, t FROM late_groups ORDER BY t) s) s;
+SELECT count(*) AS rows, count(*) FILTER (WHERE previous < t) AS out_of_order,
+       count(DISTINCT t) AS distinct_values
+  FROM (SELECT t, lag(t) OVER () AS previous
+        FROM (SELECT id, t FROM late_groups ORDER BY t DESC) s) s;
+-- (the width: at 64kB each share chooses from its first few hundred rows
+-- as its memory fills, whether its rows then go to the GPU's memory or
+-- to files; at 4MB without the service a share may hold all its rows
+-- and see the groups)
+SET work_mem = '64kB';
+SELECT regexp_replace(line, '\(\d+ rows', '(N rows') AS line
+  FROM explain_stable('SELECT id, t FROM late_groups ORDER BY t', 'ANALYZE')
+  AS line WHERE line ~ 'Chosen';
+SELECT count(*) AS rows, count(*) FILTER (WHERE previous > t) AS out_of_order,
+       count(DISTINCT t) AS distinct_values
+  FROM (SELECT t, lag(t) OVER () AS previous FROM (SELECT id, t FROM late_groups ORDER BY t) s) s;
+RESET work_mem;
+SELECT q, same_order(q, k) FROM (VALUES
+  ('SELECT id, t::bytea AS x FROM late_groups ORDER BY t', 'x'),
+  ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C"', 'x'),
+  ('SELECT id, late::bytea AS x FROM fresh ORDER BY late COLLATE "C" NULLS FIRST, id', 'x, id')
+) AS queries(q, k);
+RESET enable_gathermerge;
 RESET max_parallel_workers_per_gather;
 
 DROP SCHEMA order_by_text CASCADE;

@@ -33,8 +33,8 @@ gpusort_make_spec(GpuSortState *state, RowStoreSpec *spec)
 	/*
 	 * A string key without statistics: the widest prefix the plan has, but
 	 * a serial, unbounded, exact sort narrows it to what its first rows
-	 * need (row_store.c). A parallel sort's processes cannot agree on a
-	 * width before their first rows go out, and a bounded or top-N sort
+	 * need (row_store.c); so do a parallel sort's shares, agreeing on one
+	 * width (parallel_sort.c, share_spec()). A bounded or top-N sort
 	 * compares its rows as they come: those keep the widest.
 	 */
 	if (state->prefix_choice_type != NULL)

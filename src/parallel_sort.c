@@ -126,6 +126,11 @@ struct ParallelShares
 	bool		stop;			/* the leader reads no more: workers stop */
 	bool		range_done[ROW_STORE_MAX_PARTITIONS];
 	RowStoreKey splitters[ROW_STORE_MAX_PARTITIONS - 1];
+	/* a string key's prefix chosen from the rows (under the mutex): the
+	 * width the first share to choose found, which every share takes (0:
+	 * none chose yet), and the rows it looked at */
+	int			prefix_bytes;
+	int64		prefix_rows;
 	ShareFile	shares[FLEXIBLE_ARRAY_MEMBER];
 };
 
@@ -329,6 +334,8 @@ gpusort_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 	shared->next_range = 0;
 	memset(shared->range_done, 0, sizeof(shared->range_done));
 	shared->ranges_allowed = state->ranges_allowed;
+	shared->prefix_bytes = 0;
+	shared->prefix_rows = 0;
 	for (int i = 0; i < shared->nshares; i++)
 	{
 		ShareFile  *share = &shared->shares[i];
@@ -381,7 +388,34 @@ share_number(ParallelShares *shared)
 	return share;
 }
 
-/* GPUSORT_SORT_SHARE, before the rows come: where the share's runs go. */
+/*
+ * A share's prefix width (RowStoreSpec.agree_prefix): the first share to
+ * choose publishes its width, every later one takes it. No share waits
+ * for another; none sends a row before it chose (row_store.c).
+ */
+static int
+agree_on_prefix(void *arg, int bytes, int64 *rows_looked_at)
+{
+	ParallelShares *shared = (ParallelShares *) arg;
+
+	SpinLockAcquire(&shared->mutex);
+	if (shared->prefix_bytes == 0)
+	{
+		shared->prefix_bytes = bytes;
+		shared->prefix_rows = *rows_looked_at;
+	}
+	bytes = shared->prefix_bytes;
+	*rows_looked_at = shared->prefix_rows;
+	SpinLockRelease(&shared->mutex);
+	return bytes;
+}
+
+/*
+ * GPUSORT_SORT_SHARE, before the rows come: where the share's runs go,
+ * and, for a string key without statistics, the width it chooses with the
+ * other shares. (Without shared memory the leader runs the one share and
+ * keeps the widest, as the merge above then assumes.)
+ */
 static void
 share_spec(GpuSortState *state, RowStoreSpec *spec)
 {
@@ -394,7 +428,43 @@ share_spec(GpuSortState *state, RowStoreSpec *spec)
 		spec->sample_runs = shared->ranges_allowed;
 		if (shared->have_gpu_rows)
 			spec->gpu_share = &shared->gpu_rows;
+		if (state->prefix_choice_type != NULL && spec->bound == 0 &&
+			state->plan.topn_kind == GPUSORT_TOPN_NONE)
+		{
+			spec->prefix_choice = state->prefix_choice_type;
+			spec->prefix_choice_key = state->prefix_choice_key;
+			spec->agree_prefix = agree_on_prefix;
+			spec->agree_prefix_arg = shared;
+		}
 	}
+}
+
+/*
+ * The merge above the shares: its spec with the width the shares agreed
+ * on (see agree_on_prefix()), so that it resolves their ties from there.
+ */
+static void
+merge_spec_with_prefix(GpuSortState *merge_node, GpuSortState *share_node,
+					   RowStoreSpec *spec)
+{
+	ParallelShares *shared = share_node->shares;
+	int			widest;
+
+	if (merge_node->prefix_choice_type == NULL || spec->bound != 0 ||
+		merge_node->plan.topn_kind != GPUSORT_TOPN_NONE)
+		return;
+	widest = merge_node->prefix_choice_type->nwords * 8 - 1;
+	merge_node->prefix_choice_type->prefix_bytes = 0;
+	spec->prefix_choice = merge_node->prefix_choice_type;
+	spec->prefix_choice_key = merge_node->prefix_choice_key;
+	spec->prefix_rows_looked_at = 0;
+	if (shared == NULL || !shared->have_fileset)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if (shared->prefix_bytes > 0 && shared->prefix_bytes < widest)
+		merge_node->prefix_choice_type->prefix_bytes = shared->prefix_bytes;
+	spec->prefix_rows_looked_at = shared->prefix_rows;
+	SpinLockRelease(&shared->mutex);
 }
 
 /*
@@ -599,6 +669,7 @@ merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *s
 	int			written = 0;
 	int			processes = -1;
 	bool		workers_wait = false;
+	RowStoreSpec merge_spec;
 
 	share_node = share_node_below(state, gather_state);
 	if (share_node == NULL)
@@ -637,7 +708,9 @@ merge_shares(GpuSortState *state, PlanState *gather_state, const RowStoreSpec *s
 	}
 
 	shared = share_node->shares;
-	store = open_shares(share_node, spec, true);
+	merge_spec = *spec;
+	merge_spec_with_prefix(state, share_node, &merge_spec);
+	store = open_shares(share_node, &merge_spec, true);
 	if (workers_wait)
 	{
 		int			helpers = written - (share_node->marker_sent ? 1 : 0);

@@ -100,7 +100,7 @@ row_store_begin(const RowStoreSpec *spec)
 	store->topn = spec->plan->topn_kind != GPUSORT_TOPN_NONE && spec->bound == 0 &&
 		!spec->approximate;
 	store->group_prunes_pay = store->topn;
-	store->prefix_unchosen = spec->prefix_choice != NULL;
+	store->prefix_unchosen = spec->prefix_choice != NULL && spec->prefix_choice->prefix_bytes == 0;
 	store->gpu_run_early = spec->spill_to_gpu && spec->bound == 0 && !spec->random_access &&
 		!spec->approximate && spec->share_files == NULL && spec->gpu_share == NULL;
 	/* start near the planner's estimate (or what a bounded sort keeps
@@ -121,7 +121,8 @@ row_store_begin(const RowStoreSpec *spec)
 	if (spec->bound > 0 &&
 		(double) spec->bound * store->nkeys * (sizeof(uint64_t) + 1) <= spec->work_mem_bytes / 4)
 		store->best_bytes = spec->bound * store->nkeys * (sizeof(uint64_t) + 1);
-	if (spec->gpu_share != NULL)
+	/* a share that chooses its prefix attaches once it has (keep_row()) */
+	if (spec->gpu_share != NULL && !store->prefix_unchosen)
 		attach_gpu_run(store);
 	return store;
 }
@@ -267,6 +268,15 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
 		prune_rows(store);
 	if (gpu_run_due(store) && move_to_gpu_run(store, true))
 		return;
+	/* a share that held its first rows to choose a prefix: they go to the
+	 * shared rows job now, and the rows after them as they come */
+	if (store->spec.gpu_share != NULL && !store->gpu_run_tried &&
+		(store->ntuples >= PREFIX_SAMPLE_ROWS || !store->prefix_unchosen))
+	{
+		move_share_to_gpu_run(store);
+		if (store->ntuples == 0)
+			return;
+	}
 	if (run_is_full(store))
 	{
 		if (bounded && store->ntuples > (size_t) store->spec.bound)

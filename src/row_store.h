@@ -44,6 +44,21 @@ typedef struct RowStoreSpec
 	 * first key column */
 	GpuSortType *prefix_choice;
 	int			prefix_choice_key;
+
+	/*
+	 * A parallel share's choice, agreed with the other shares (whose rows
+	 * the GPU sorts and the leader merges with its, encoded alike): called
+	 * once with the bytes this store's rows call for (the widest where it
+	 * saw no value) and the rows it looked at; returns the bytes every
+	 * share uses (the first share's to choose) and sets *rows_looked_at
+	 * to the rows that share looked at. NULL: the store's choice stands.
+	 */
+	int			(*agree_prefix) (void *arg, int bytes, int64 *rows_looked_at);
+	void	   *agree_prefix_arg;
+	/* the leader's merge of the shares: the rows the agreed width was
+	 * chosen from (with spec.prefix_choice's prefix_bytes the width, 0
+	 * the widest) */
+	int64		prefix_rows_looked_at;
 } RowStoreSpec;
 
 /* How the sort went, for EXPLAIN ANALYZE. */
@@ -118,6 +133,13 @@ extern void row_store_sort(RowStore *store);
  * row_store_begin_merge(), which makes them one run that the service
  * sorts: read straight from the GPU when it holds every row, else merged
  * with the files.
+ *
+ * A string key's prefix chosen from the rows (spec.prefix_choice): each
+ * share holds its first rows (PREFIX_SAMPLE_ROWS) before any goes to the
+ * job or a file, and chooses through spec.agree_prefix, so that every
+ * share encodes at the width the first to choose found; the leader's
+ * merge is begun with that width set in its spec.prefix_choice (its
+ * ties are resolved from there).
  */
 typedef struct RowStoreRun
 {

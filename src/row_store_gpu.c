@@ -446,6 +446,32 @@ move_to_gpu_run(RowStore *store, bool more_rows)
 	return true;
 }
 
+/*
+ * A parallel share whose prefix is chosen (choose_prefix() agrees on it
+ * with the other shares first) attaches to the shared rows job and moves
+ * the rows it held there; later rows stream. Where it cannot attach, or
+ * they do not fit, the rows stay in memory for the share's files.
+ */
+void
+move_share_to_gpu_run(RowStore *store)
+{
+	Size		total,
+				largest;
+
+	choose_prefix(store);
+	attach_gpu_run(store);
+	if (store->gpu_run == NULL)
+		return;
+	measure_records(store, &total, &largest);
+	if (!append_to_gpu_run(store, total, largest))
+	{
+		finish_gpu_part(store);
+		return;
+	}
+	MemoryContextDelete(store->rows_context);
+	allocate_rows(store, MIN_RUN_ROWS);
+}
+
 /* The service sorts the GPU run: from here on it is read like any run. */
 void
 sort_gpu_run(RowStore *store)

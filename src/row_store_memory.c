@@ -378,6 +378,18 @@ choose_prefix(RowStore *store)
 	chosen = nsample > 0 ? gpusort_prefix_words_for_rows(sample, nsample, nwords) : nwords;
 	pfree(sample);
 	held = (size_t) chosen * 8 - 1;
+	if (store->spec.agree_prefix != NULL)
+	{
+		/* a parallel share: the width every share encodes at */
+		int64		looked_at = (int64) nsample;
+
+		held = (size_t) store->spec.agree_prefix(store->spec.agree_prefix_arg, (int) held,
+												 &looked_at);
+		if (held < 7 || held > (size_t) nwords * 8 - 1 || (held + 1) % 8 != 0)
+			elog(ERROR, "gpusort: parallel shares agreed on a %zu-byte prefix", held);
+		chosen = (int) (held + 1) / 8;
+		nsample = (size_t) looked_at;
+	}
 	if (nsample > 0)
 	{
 		store->stats.prefix_sample_rows = (int64) nsample;
@@ -412,6 +424,28 @@ choose_prefix(RowStore *store)
 	type->prefix_bytes = (int) held;
 	if (store->ties != NULL)
 		tie_resolver_narrow(store->ties, first, chosen);
+}
+
+/*
+ * The leader's merge of parallel shares, which chose the prefix
+ * (spec.prefix_choice's prefix_bytes, 0: the widest, and
+ * spec.prefix_rows_looked_at): nothing to choose, and the ties of the
+ * shares' rows resolved from that width on.
+ */
+void
+adopt_chosen_prefix(RowStore *store)
+{
+	int			widest = store->spec.prefix_choice->nwords * 8 - 1;
+	int			held = store->spec.prefix_choice->prefix_bytes;
+
+	store->prefix_unchosen = false;
+	if (store->spec.prefix_rows_looked_at > 0)
+	{
+		store->stats.prefix_bytes_chosen = held > 0 ? held : widest;
+		store->stats.prefix_sample_rows = store->spec.prefix_rows_looked_at;
+	}
+	if (held > 0 && store->ties != NULL)
+		tie_resolver_narrow(store->ties, store->spec.prefix_choice_key, (held + 1) / 8);
 }
 
 /* Sorts the rows in memory; store->order gets their order. */

@@ -315,7 +315,10 @@ row_store_begin_merge(const RowStoreSpec *spec, int nruns, const RowStoreRun *ru
 
 	merge_spec.expected_rows = 0;
 	merge_spec.gpu_share = NULL;	/* it reads the shares, appends nothing */
+	merge_spec.agree_prefix = NULL;
 	store = row_store_begin(&merge_spec);
+	if (merge_spec.prefix_choice != NULL)
+		adopt_chosen_prefix(store);
 	for (int i = 0; i < nruns; i++)
 	{
 		MemoryContext old_context;
