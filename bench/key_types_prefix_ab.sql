@@ -1,6 +1,7 @@
 -- A parallel sort's prefix width, same run: 10M rows of md5 and name-like
--- text, one table never analyzed (kt_fresh: a parallel sort's shares take
--- the widest prefix, 31 bytes) and the same rows analyzed (kt_stats: the
+-- text, one table never analyzed (kt_fresh: a parallel sort's shares took
+-- the widest prefix, 31 bytes, until 2026-11-29, and now agree on the
+-- width the first of them chooses from its rows) and the same rows analyzed (kt_stats: the
 -- statistics choose, 15 bytes for md5), 8 workers, 4MB and 64MB,
 -- alternating, two runs each; PostgreSQL's sort once per work_mem.
 --   PG_MAJOR=18 MWP=8 bench/device_run.sh sql bench/key_types_prefix_ab.sql

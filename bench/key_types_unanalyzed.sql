@@ -3,7 +3,8 @@
 -- (its first 13 bytes shared by every row) and md5 column, with no
 -- statistics, so the plan gives the key the widest prefix (31 bytes) and
 -- a serial GpuSort chooses from its first rows (EXPLAIN ANALYZE's "Key
--- Prefix Chosen from Rows"); parallel ones keep 31 bytes. GpuSort against
+-- Prefix Chosen from Rows"), a parallel one's shares agree on the width
+-- the first of them chose (since 2026-11-29). GpuSort against
 -- PostgreSQL's own sort and the floor, per cell (bench/key_types_key.sql):
 --   PG_MAJOR=18 bench/device_run.sh sql bench/key_types_unanalyzed.sql
 -- (:key set beforehand picks one key; both otherwise.)
