@@ -89,7 +89,7 @@ GPUD_NOT_BUILT = device_cuda.c
 WITH_CUDA_FLAG = 0
 endif
 
-EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) results regression.diffs regression.out \
+EXTRA_CLEAN = $(CUDA_OBJS) $(GPUD) results regression.diffs regression.out .pg_build_stamp \
 	test/unit/test_engine test/gpu/check_gpu bench/bench_kernels bench/approx_quality bench/quantile_quality bench/crossover
 
 # The build a backend and gpusort-gpud check they share (service/protocol.h):
@@ -174,6 +174,17 @@ uninstall: uninstall-gpud
 .PHONY: uninstall-gpud
 uninstall-gpud:
 	rm -f '$(DESTDIR)$(bindir)/gpusort-gpud'
+
+# The server the objects were last compiled for: after a build for one
+# major, `make PG_CONFIG=<the other's pg_config>` compiles them again (PGXS
+# would link the other major's objects; that server then refuses the
+# module at LOAD). The stamp changes only when the server does.
+PG_BUILD_STAMP = .pg_build_stamp
+PG_BUILD_ID := $(shell $(PG_CONFIG) --version) $(shell $(PG_CONFIG) --includedir-server)
+$(shell [ "$$(cat $(PG_BUILD_STAMP) 2>/dev/null)" = "$(PG_BUILD_ID)" ] || \
+	echo "$(PG_BUILD_ID)" 2>/dev/null > $(PG_BUILD_STAMP) || true)
+$(OBJS) $(OBJS:.o=.bc): $(PG_BUILD_STAMP)
+$(PG_BUILD_STAMP): ;
 
 # PGXS knows no header dependencies
 $(GLUE_OBJS) $(SERVICE_OBJS): $(wildcard src/*.h service/*.h) engine/gpusort_engine.h \

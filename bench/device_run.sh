@@ -43,8 +43,8 @@
 # earlier one under another name to compare two builds in one run.
 #
 # PostgreSQL 18: PG_MAJOR=18 for every step, here and there. Here, build
-# against the portable 18 (make clean between majors: the objects are the
-# server's), then pack:
+# against the portable 18 (the objects are the server's: make compiles them
+# again when pg_config names another major), then pack:
 #
 #   tar xJf ../shared/device/pg18-portable.tar.xz -C /tmp
 #   make clean && make -j2 PG_CONFIG=/tmp/gpusort-pg18/bin/pg_config \
