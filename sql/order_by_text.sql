@@ -344,6 +344,10 @@ SET work_mem = '64kB';
 SELECT regexp_replace(line, '\(\d+ rows', '(N rows') AS line
   FROM explain_stable('SELECT id, t FROM late_groups ORDER BY t', 'ANALYZE')
   AS line WHERE line ~ 'Chosen';
+-- (every worker that chose says so on its line: the same width)
+SELECT count(*) FILTER (WHERE line ~ 'Key Prefix: \d+ bytes' AND line !~ 'Key Prefix: 15 bytes')
+       AS workers_at_another_width
+  FROM explain_stable('SELECT id, t FROM late_groups ORDER BY t', 'ANALYZE') AS line;
 SELECT count(*) AS rows, count(*) FILTER (WHERE previous > t) AS out_of_order,
        count(DISTINCT t) AS distinct_values
   FROM (SELECT t, lag(t) OVER () AS previous FROM (SELECT id, t FROM late_groups ORDER BY t) s) s;

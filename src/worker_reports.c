@@ -71,6 +71,8 @@ typedef struct WorkerReport
 	int64		runs;
 	int64		disk_bytes;
 	int64		peak_memory;
+	int			prefix_bytes_chosen;	/* a string key's prefix it chose
+										 * from its rows (0: none) */
 	double		gather_ms;
 	double		sort_ms;
 	double		emit_ms;
@@ -185,6 +187,7 @@ worker_report_write(GpuSortState *state)
 	report->runs = stats->runs;
 	report->disk_bytes = stats->disk_bytes;
 	report->peak_memory = (int64) stats->peak_memory;
+	report->prefix_bytes_chosen = stats->prefix_bytes_chosen;
 	report->gather_ms = state->gather_ms;
 	report->sort_ms = stats->sort_ms;
 	report->emit_ms = state->emit_ms;
@@ -245,6 +248,9 @@ worker_reports_explain(GpuSortState *state, ExplainState *es)
 			if (report->runs > 0)
 				appendStringInfo(es->str, "  Sorted Runs: " INT64_FORMAT "  Disk: " INT64_FORMAT "kB",
 								 report->runs, (report->disk_bytes + 1023) / 1024);
+			if (report->prefix_bytes_chosen > 0)
+				appendStringInfo(es->str, "  Key Prefix: %d bytes",
+								 report->prefix_bytes_chosen);
 			if (details && report->device[0] != '\0')
 				appendStringInfo(es->str, "  Device: %s", report->device);
 			if (details)
@@ -271,6 +277,8 @@ worker_reports_explain(GpuSortState *state, ExplainState *es)
 			ExplainPropertyInteger("Sorted Runs", NULL, report->runs, es);
 			ExplainPropertyInteger("Disk", "kB", (report->disk_bytes + 1023) / 1024, es);
 		}
+		if (report->prefix_bytes_chosen > 0)
+			ExplainPropertyInteger("Key Prefix Bytes Chosen", NULL, report->prefix_bytes_chosen, es);
 		if (details && report->device[0] != '\0')
 			ExplainPropertyText("Device", report->device, es);
 		if (details)
