@@ -28,7 +28,8 @@
  * planner expects, and puts what finds it in the dynamic shared memory.
  * Each process that runs a share attaches to the job with a connection
  * and slot of its own and streams its rows into it as they come,
- * unsorted (row_store_gpu.c); only rows beyond the job's room become sorted
+ * unsorted (row_store_gpu.c; a share that chooses a string key's prefix
+ * first holds its first rows, see agree_on_prefix()); only rows beyond the job's room become sorted
  * runs. The node above, once every share is written, has the service sort
  * the job's rows once and reads them in order straight from its slot, or
  * merges them with the files. No key ranges are merged then: the workers
@@ -449,6 +450,7 @@ merge_spec_with_prefix(GpuSortState *merge_node, GpuSortState *share_node,
 {
 	ParallelShares *shared = share_node->shares;
 	int			widest;
+	int			agreed;
 
 	if (merge_node->prefix_choice_type == NULL || spec->bound != 0 ||
 		merge_node->plan.topn_kind != GPUSORT_TOPN_NONE)
@@ -461,10 +463,14 @@ merge_spec_with_prefix(GpuSortState *merge_node, GpuSortState *share_node,
 	if (shared == NULL || !shared->have_fileset)
 		return;
 	SpinLockAcquire(&shared->mutex);
-	if (shared->prefix_bytes > 0 && shared->prefix_bytes < widest)
-		merge_node->prefix_choice_type->prefix_bytes = shared->prefix_bytes;
+	agreed = shared->prefix_bytes;
 	spec->prefix_rows_looked_at = shared->prefix_rows;
 	SpinLockRelease(&shared->mutex);
+	/* (the shares checked it as they took it; 0: none chose) */
+	if (agreed != 0 && (agreed < 7 || agreed > widest || (agreed + 1) % 8 != 0))
+		elog(ERROR, "gpusort: parallel shares agreed on a %d-byte prefix", agreed);
+	if (agreed > 0 && agreed < widest)
+		merge_node->prefix_choice_type->prefix_bytes = agreed;
 }
 
 /*

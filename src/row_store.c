@@ -56,6 +56,14 @@ spill_rows(RowStore *store, bool more_rows)
 
 	if (!store->gpu_run_tried && gpu_run_allowed(store) && move_to_gpu_run(store, more_rows))
 		return;
+	/* a share that held its first rows to choose a prefix: they go to the
+	 * shared rows job, not to a file, where it can attach */
+	if (store->spec.gpu_share != NULL && !store->gpu_run_tried)
+	{
+		move_share_to_gpu_run(store);
+		if (store->ntuples == 0)
+			return;
+	}
 
 	sort_rows(store, limit, (gs_algorithm) store->plan->algorithm);
 	run = new_run(store);
@@ -255,6 +263,14 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
 		narrow_prefix_words(&row_keys[store->spec.prefix_choice_key],
 							store->spec.prefix_choice->nwords,
 							(size_t) store->spec.prefix_choice->prefix_bytes);
+	/* a share whose held rows just went to the shared rows job: this one
+	 * follows them there */
+	if (store->gpu_run_open && store->spec.gpu_share != NULL)
+	{
+		if (stream_row(store, row_keys, nulls, slot))
+			return;
+		finish_gpu_part(store);
+	}
 	i = store->ntuples++;
 	for (int k = 0; k < store->nkeys; k++)
 	{

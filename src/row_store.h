@@ -135,8 +135,9 @@ extern void row_store_sort(RowStore *store);
  * with the files.
  *
  * A string key's prefix chosen from the rows (spec.prefix_choice): each
- * share holds its first rows (PREFIX_SAMPLE_ROWS) before any goes to the
- * job or a file, and chooses through spec.agree_prefix, so that every
+ * share holds its first rows (PREFIX_SAMPLE_ROWS, or fewer where its
+ * memory fills or its rows end first) before any goes to the job or a
+ * file, and chooses through spec.agree_prefix, so that every
  * share encodes at the width the first to choose found; the leader's
  * merge is begun with that width set in its spec.prefix_choice (its
  * ties are resolved from there).

@@ -9,7 +9,8 @@
  * in order ("runs in a GPU's memory" below). What does not fit the room
  * the service gave goes to files as other runs do (row_store_runs.c),
  * merged with the GPU's run. A parallel sort's shares all stream into one
- * such job, from their first row.
+ * such job, from their first row (or, choosing a string key's prefix,
+ * from the first rows they held for it).
  */
 #include "gpusort.h"
 
@@ -34,7 +35,9 @@
  * to files.
  *
  * A parallel share (spec.gpu_share) attaches to the leader's shared rows
- * job instead and streams every row from its first; it never sorts or
+ * job instead and streams every row from its first (a share that chooses
+ * a prefix from its rows holds them until it has, then moves them there:
+ * move_share_to_gpu_run()); it never sorts or
  * reads the job. row_store_finish_share() reports its part, and the
  * leader's store (row_store_begin_merge()) makes the parts of all shares
  * its one GPU run.
@@ -154,9 +157,9 @@ open_gpu_run(RowStore *store, Size total)
 		start_gpu_run(store, rows, true);
 }
 
-/* A parallel share's rows go to the shared rows job from its first row
- * (it attaches as it begins); if it cannot attach (the job's process gone,
- * no slot free), to files. */
+/* A parallel share's rows go to the shared rows job (it attaches as it
+ * begins, or once it chose a prefix); if it cannot attach (the job's
+ * process gone, no slot free), to files. */
 void
 attach_gpu_run(RowStore *store)
 {

@@ -254,6 +254,10 @@ row_store_finish_share(RowStore *store, int max_runs, RowStoreRun **runs_out,
 	size_t		total;
 	RowStoreRun *runs;
 
+	/* a share that held its rows to choose a prefix (fewer than it holds
+	 * for that): they go to the shared rows job, not to a file */
+	if (store->spec.gpu_share != NULL && !store->gpu_run_tried && store->ntuples > 0)
+		move_share_to_gpu_run(store);
 	if (store->gpu_run != NULL)
 		finish_gpu_part(store);
 	*gpu_part = store->gpu_part;
