@@ -285,9 +285,10 @@ keep_row(RowStore *store, const uint64_t *keys, const bool *nulls, TupleTableSlo
 	if (gpu_run_due(store) && move_to_gpu_run(store, true))
 		return;
 	/* a share that held its first rows to choose a prefix: they go to the
-	 * shared rows job now, and the rows after them as they come */
+	 * shared rows job now, and the rows after them as they come (a share
+	 * whose memory filled first went there in spill_rows()) */
 	if (store->spec.gpu_share != NULL && !store->gpu_run_tried &&
-		(store->ntuples >= PREFIX_SAMPLE_ROWS || !store->prefix_unchosen))
+		store->ntuples >= PREFIX_SAMPLE_ROWS)
 	{
 		move_share_to_gpu_run(store);
 		if (store->ntuples == 0)
