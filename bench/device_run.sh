@@ -63,7 +63,9 @@ if [ "$major" = 15 ]; then
 else
   build=${BUILD:-.device-carry/build-$major.tgz}
 fi
-built="gpusort.so service/gpusort-gpud test/unit/test_engine kernels/*.o src/*.o engine/*.o service/*.o"
+# (.pg_build_stamp: without it, make there would find every object older
+# than a fresh stamp and compile gpusort.so again from the copy's sources)
+built="gpusort.so service/gpusort-gpud test/unit/test_engine kernels/*.o src/*.o engine/*.o service/*.o .pg_build_stamp"
 # the benchmarks' programs, where they were built (make bench/bench_kernels
 # bench/quantile_quality)
 for program in bench/bench_kernels bench/quantile_quality; do
