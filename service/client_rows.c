@@ -51,9 +51,7 @@
  * it copies itself. A read that is not the next piece of the rows (a
  * reader that skips or goes back) ends the check for the job.
  */
-#define RECORD_WORDS (1 + GS_ROWS_MAX_KEYS)
-
-StaticAssertDecl(RECORD_WORDS <= GS_FINGERPRINT_MAX_WORDS, "a record's words fit a record point");
+StaticAssertDecl(GS_ROWS_MAX_KEYS <= GS_RECORD_MAX_KEYS, "a record's keys fit a record point");
 
 typedef struct RowsCheck
 {
@@ -75,79 +73,98 @@ typedef struct RowsCheck
 	char		header[8 * (1 + GS_ROWS_MAX_KEYS) + 8];	/* >= gs_row_header_bytes() */
 	uint64		header_have;
 	uint64		skip;
-	uint64		previous[RECORD_WORDS];
+	/* the record read before: its NULL flags (bit k: key k) and keys */
+	uint32		previous_nulls;
+	uint64		previous_keys[GS_ROWS_MAX_KEYS];
 	bool		have_previous;
 } RowsCheck;
 
-/* A record's header as words: its tuple's length with its NULL flags
- * above (bit 32 + k: key k is NULL), then its keys (0 where NULL). False
- * if its length is impossible. */
-static bool
-record_words(const char *header, int nkeys, uint64 *words, uint64 *record_bytes)
+/*
+ * The parts below run once for every row sent and every row read. They
+ * take the count of keys as an argument that the callers' switches make a
+ * constant for the common counts, so that the compiler unrolls their loops.
+ */
+
+/* Whether a record of NULL flags `nulls` and keys `keys` may follow the
+ * one read before in the sort's order. */
+static GS_ALWAYS_INLINE bool
+follows_previous(const RowsCheck *check, uint32 nulls, const uint64 *keys, int nkeys)
 {
+	for (int k = 0; k < nkeys; k++)
+	{
+		bool		a_null = (check->previous_nulls >> k) & 1;
+		bool		b_null = (nulls >> k) & 1;
+
+		if (a_null != b_null)
+			return ((check->nulls_first_mask >> k) & 1) ? a_null : b_null;
+		if (a_null || check->previous_keys[k] == keys[k])
+			continue;
+		return ((check->descending_mask >> k) & 1) ? check->previous_keys[k] > keys[k]
+			: check->previous_keys[k] < keys[k];
+	}
+	return true;
+}
+
+/* One returned record's header, of `nkeys` keys: of a possible length, in
+ * order after the one before, and into the fingerprint of those received;
+ * its size in *record_bytes. */
+static GS_ALWAYS_INLINE bool
+check_header_of(RowsCheck *check, const char *header, uint64 *record_bytes, int nkeys)
+{
+	uint64		keys[GS_ROWS_MAX_KEYS];
+	uint64		coefficients[GS_RECORD_MAX_COEFFS];
 	uint32		length;
+	uint32		nulls = 0;
+	int			chain = check->records % 4;
 
 	memcpy(&length, header, sizeof(length));
 	if (length < GS_MIN_TUPLE_BYTES || length > MaxAllocSize)
-		return false;
-	words[0] = length;
-	for (int k = 0; k < nkeys; k++)
-	{
-		memcpy(&words[1 + k], header + gs_row_key_offset(k), sizeof(uint64));
-		if (header[gs_row_null_offset(nkeys, k)] != 0)
-		{
-			words[0] |= (uint64) 1 << (32 + k);
-			words[1 + k] = 0;
-		}
-	}
-	*record_bytes = gs_row_record_bytes(nkeys, length);
-	return true;
-}
-
-/* Whether record `b` may follow record `a` in the sort's order. */
-static bool
-records_in_order(const RowsCheck *check, const uint64 *a, const uint64 *b)
-{
-	for (int k = 0; k < check->nkeys; k++)
-	{
-		bool		a_null = (a[0] >> (32 + k)) & 1;
-		bool		b_null = (b[0] >> (32 + k)) & 1;
-		bool		nulls_first = (check->nulls_first_mask >> k) & 1;
-		bool		descending = (check->descending_mask >> k) & 1;
-
-		if (a_null != b_null)
-			return nulls_first ? a_null : b_null;
-		if (a_null || a[1 + k] == b[1 + k])
-			continue;
-		return descending ? a[1 + k] > b[1 + k] : a[1 + k] < b[1 + k];
-	}
-	return true;
-}
-
-/* One returned record's header: in order after the one before, and into
- * the fingerprint of those received; its size in *record_bytes. */
-static bool
-check_returned_header(RowsCheck *check, const char *header, uint64 *record_bytes)
-{
-	uint64		words[RECORD_WORDS];
-
-	if (!record_words(header, check->nkeys, words, record_bytes))
 	{
 		set_error("the GPU service returned a record of an impossible length");
 		return false;
 	}
-	if (check->have_previous && !records_in_order(check, check->previous, words))
+	for (int k = 0; k < nkeys; k++)
+	{
+		bool		null = header[gs_row_null_offset(nkeys, k)] != 0;
+
+		memcpy(&keys[k], header + gs_row_key_offset(k), sizeof(uint64));
+		if (null)
+			keys[k] = 0;
+		nulls |= (uint32) null << k;
+	}
+	if (check->have_previous && !follows_previous(check, nulls, keys, nkeys))
 	{
 		set_error("the GPU service returned rows out of order");
 		return false;
 	}
-	memcpy(check->previous, words, (1 + check->nkeys) * sizeof(uint64));
+	check->previous_nulls = nulls;
+	for (int k = 0; k < nkeys; k++)
+		check->previous_keys[k] = keys[k];
 	check->have_previous = true;
 	/* four chains, combined at the end */
-	check->received[check->records % 4] =
-		gs_fingerprint_add_record(&check->point, check->received[check->records % 4], words);
+	gs_record_coefficients(length, nulls, keys, nkeys, coefficients);
+	check->received[chain] = gs_fingerprint_add_record(&check->point, check->received[chain],
+													   coefficients,
+													   gs_record_coefficient_count(nkeys));
 	check->records++;
+	*record_bytes = gs_row_record_bytes(nkeys, length);
 	return true;
+}
+
+static bool
+check_returned_header(RowsCheck *check, const char *header, uint64 *record_bytes)
+{
+	switch (check->nkeys)
+	{
+		case 1:
+			return check_header_of(check, header, record_bytes, 1);
+		case 2:
+			return check_header_of(check, header, record_bytes, 2);
+		case 3:
+			return check_header_of(check, header, record_bytes, 3);
+		default:
+			return check_header_of(check, header, record_bytes, check->nkeys);
+	}
 }
 
 static bool
@@ -444,7 +461,7 @@ start_check(ServiceRows *rows, int nkeys, uint32 descending_mask, uint32 nulls_f
 	check->nkeys = nkeys;
 	check->descending_mask = descending_mask;
 	check->nulls_first_mask = nulls_first_mask;
-	gs_record_point_make(&check->point, &point, 1 + nkeys);
+	gs_record_point_make(&check->point, &point, gs_record_coefficient_count(nkeys));
 	check->expected = 1;
 	for (int c = 0; c < 4; c++)
 		check->sent[c] = check->received[c] = 1;
@@ -849,23 +866,47 @@ service_rows_append(ServiceRows *rows, uint64 slot_position, uint64 records, uin
  * header was made of (not read back from the slot, which the service
  * maps too): it counts among those sent.
  */
-void
-service_rows_note_sent(ServiceRows *rows, uint32 length, const uint64 *keys, const bool *nulls)
+static GS_ALWAYS_INLINE void
+note_sent_of(RowsCheck *check, uint32 length, const uint64 *keys, const bool *nulls, int nkeys)
 {
-	RowsCheck  *check = &rows->check;
-	uint64		words[RECORD_WORDS];
+	uint64		values[GS_ROWS_MAX_KEYS];
+	uint64		coefficients[GS_RECORD_MAX_COEFFS];
+	uint32		null_flags = 0;
 	int			chain = check->unsent % 4;
 
 	if (length < GS_MIN_TUPLE_BYTES || length > MaxAllocSize)
 		check->sent_malformed = true;
-	words[0] = length;
-	for (int k = 0; k < check->nkeys; k++)
+	for (int k = 0; k < nkeys; k++)
 	{
-		words[1 + k] = nulls[k] ? 0 : keys[k];
-		words[0] |= (uint64) nulls[k] << (32 + k);
+		values[k] = nulls[k] ? 0 : keys[k];
+		null_flags |= (uint32) nulls[k] << k;
 	}
-	check->sent[chain] = gs_fingerprint_add_record(&check->point, check->sent[chain], words);
+	gs_record_coefficients(length, null_flags, values, nkeys, coefficients);
+	check->sent[chain] = gs_fingerprint_add_record(&check->point, check->sent[chain], coefficients,
+												   gs_record_coefficient_count(nkeys));
 	check->unsent++;
+}
+
+void
+service_rows_note_sent(ServiceRows *rows, uint32 length, const uint64 *keys, const bool *nulls)
+{
+	RowsCheck  *check = &rows->check;
+
+	switch (check->nkeys)
+	{
+		case 1:
+			note_sent_of(check, length, keys, nulls, 1);
+			break;
+		case 2:
+			note_sent_of(check, length, keys, nulls, 2);
+			break;
+		case 3:
+			note_sent_of(check, length, keys, nulls, 3);
+			break;
+		default:
+			note_sent_of(check, length, keys, nulls, check->nkeys);
+			break;
+	}
 }
 
 /* A GET of bytes [offset, offset + length) of the ordered rows, checked

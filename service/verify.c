@@ -84,13 +84,13 @@ gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint64_t product, con
 
 void
 gs_record_point_make(gs_record_point *record_point, const gs_fingerprint_point *point,
-					 int nwords)
+					 int ncoeffs)
 {
 	uint64_t	power = 1;
 
 	record_point->point = *point;
-	record_point->nwords = nwords;
-	for (int i = 0; i < 2 * nwords; i++)
+	record_point->ncoeffs = ncoeffs;
+	for (int i = 0; i < ncoeffs; i++)
 	{
 		record_point->powers[i] = power;
 		power = gs_field_multiply(power, point->s);

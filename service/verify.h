@@ -52,30 +52,38 @@ extern uint64_t gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint6
 										uint64_t *taken);
 
 /*
- * Records (a rows job's: its length, keys and NULL flags, as words): a
- * record's words' 32-bit halves are the coefficients of a polynomial in
- * the point's s, and its factor is r minus that polynomial's value.
- * Records that differ in any word differ as polynomials, so the bound
- * above holds with 2 n nwords / p. A record point holds the powers of s
- * that records of `nwords` words (at most GS_FINGERPRINT_MAX_WORDS) need,
- * so that a record's factor takes independent multiplications only.
+ * Records (a rows job's: its tuple's length, its keys' NULL flags and its
+ * keys): a record becomes coefficients, each below 2^60 and so below p
+ * (gs_record_coefficients()), of a polynomial in the point's s, and its
+ * factor is r minus that polynomial's value. Different records give
+ * different coefficients, so different polynomials, and the bound above
+ * holds with 2 n ncoeffs / p. A record point holds the powers of s that
+ * records of `ncoeffs` coefficients (gs_record_coefficient_count()) need,
+ * so that a record's factor takes independent multiplications only: one
+ * per coefficient, one coefficient per key and one more for the length
+ * and flags.
  */
-#define GS_FINGERPRINT_MAX_WORDS 16
+#define GS_RECORD_MAX_KEYS 8
+#define GS_RECORD_MAX_COEFFS (2 + GS_RECORD_MAX_KEYS)
 
 typedef struct gs_record_point
 {
 	gs_fingerprint_point point;
-	int			nwords;
-	uint64_t	powers[2 * GS_FINGERPRINT_MAX_WORDS];
+	int			ncoeffs;
+	uint64_t	powers[GS_RECORD_MAX_COEFFS];
 } gs_record_point;
 
 extern void gs_record_point_make(gs_record_point *record_point,
-								 const gs_fingerprint_point *point, int nwords);
+								 const gs_fingerprint_point *point, int ncoeffs);
 
-/*
- * Inline: a rows job's check takes a record's factor and one product for
- * every row it sends and reads, as it lays the row out or reads it.
- */
+/* Inlined where a record's factor is taken for each row sent and read,
+ * with a constant count of keys where the caller has one. */
+#if defined(__GNUC__)
+#define GS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define GS_ALWAYS_INLINE inline
+#endif
+
 #define GS_FIELD_PRIME ((UINT64_C(1) << 61) - 1)
 
 /* x mod p, for any 64-bit x (2^61 = 1 mod p) */
@@ -111,52 +119,68 @@ gs_fingerprint_chains(const uint64_t chain[4])
 								  gs_fingerprint_combine(chain[2], chain[3]));
 }
 
-/* r minus the value at s of the polynomial whose coefficients are the
- * 32-bit halves of `nwords` words */
-static inline uint64_t
-gs_record_factor_of(const gs_record_point *record_point, const uint64_t *words, int nwords)
+/* How many coefficients a record of `nkeys` keys (at most
+ * GS_RECORD_MAX_KEYS) becomes. */
+static inline int
+gs_record_coefficient_count(int nkeys)
+{
+	return 1 + nkeys + (nkeys > 5 ? 1 : 0);
+}
+
+/*
+ * A record's coefficients into c[gs_record_coefficient_count(nkeys)]: c[0]
+ * is the length (below 2^30: a longer one is the caller's to refuse), the
+ * NULL flags (bit k: key k is NULL) from bit 30 and the top four bits of
+ * keys 0 to 4 from bit 38, 4 bits each; c[1 + k] the low 60 bits of key
+ * k; with more than 5 keys, c[1 + nkeys] the top four bits of the others.
+ * A NULL key's value is the caller's to set to 0. Every part has a place
+ * of its own, so the coefficients tell records apart.
+ */
+static GS_ALWAYS_INLINE void
+gs_record_coefficients(uint32_t length, uint32_t null_flags, const uint64_t *keys, int nkeys,
+					   uint64_t *c)
+{
+	const uint64_t low60 = (UINT64_C(1) << 60) - 1;
+
+	c[0] = (uint64_t) (length & ((UINT32_C(1) << 30) - 1)) | (uint64_t) (null_flags & 0xff) << 30;
+	if (nkeys > 5)
+		c[1 + nkeys] = 0;
+	for (int k = 0; k < nkeys; k++)
+	{
+		c[1 + k] = keys[k] & low60;
+		if (k < 5)
+			c[0] |= (keys[k] >> 60) << (38 + 4 * k);
+		else
+			c[1 + nkeys] |= (keys[k] >> 60) << (4 * (k - 5));
+	}
+}
+
+/* r minus the value at s of the polynomial whose coefficients (each below
+ * 2^60) are c[0..ncoeffs) */
+static GS_ALWAYS_INLINE uint64_t
+gs_record_factor(const gs_record_point *record_point, const uint64_t *c, int ncoeffs)
 {
 	const uint64_t *powers = record_point->powers;
 	unsigned __int128 sum = 0;
 	uint64_t	x;
 
-	/* each term is below 2^93, their sum (at most 2 GS_FINGERPRINT_MAX_WORDS
-	 * of them) below 2^98: reduced once, 61 bits at a time */
-	for (int i = 0; i < nwords; i++)
-		sum += (unsigned __int128) (words[i] & 0xffffffffu) * powers[2 * i] +
-			(unsigned __int128) (words[i] >> 32) * powers[2 * i + 1];
+	/* each term is below 2^121, their sum (at most GS_RECORD_MAX_COEFFS of
+	 * them) below 2^125: reduced once, 61 bits at a time */
+	for (int i = 0; i < ncoeffs; i++)
+		sum += (unsigned __int128) c[i] * powers[i];
 	x = gs_field_reduce(gs_field_reduce((uint64_t) sum & GS_FIELD_PRIME) +
 						(uint64_t) ((sum >> 61) & GS_FIELD_PRIME) + (uint64_t) (sum >> 122));
 	return record_point->point.r >= x ? record_point->point.r - x
 		: record_point->point.r + GS_FIELD_PRIME - x;
 }
 
-/* The factor of one record of record_point->nwords words (the common
- * counts with the loop unrolled). */
-static inline uint64_t
-gs_fingerprint_record_factor(const gs_record_point *record_point, const uint64_t *words)
-{
-	switch (record_point->nwords)
-	{
-		case 2:
-			return gs_record_factor_of(record_point, words, 2);
-		case 3:
-			return gs_record_factor_of(record_point, words, 3);
-		case 4:
-			return gs_record_factor_of(record_point, words, 4);
-		default:
-			return gs_record_factor_of(record_point, words, record_point->nwords);
-	}
-}
-
-/* The fingerprint `product` with one more record of record_point->nwords
- * words. */
-static inline uint64_t
+/* The fingerprint `product` with one more record, of coefficients
+ * c[0..ncoeffs). */
+static GS_ALWAYS_INLINE uint64_t
 gs_fingerprint_add_record(const gs_record_point *record_point, uint64_t product,
-						  const uint64_t *words)
+						  const uint64_t *c, int ncoeffs)
 {
-	return gs_field_multiply(gs_field_reduce(product),
-							 gs_fingerprint_record_factor(record_point, words));
+	return gs_field_multiply(gs_field_reduce(product), gs_record_factor(record_point, c, ncoeffs));
 }
 
 #endif							/* GPUSORT_SERVICE_VERIFY_H */

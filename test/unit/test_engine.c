@@ -1268,57 +1268,125 @@ test_fingerprints(void)
 			  count == taken, "fingerprint: a larger part goes unseen");
 	}
 	{
-		/* records: any changed word, and the order of records, as multisets */
+		/* records: any changed coefficient, and the order of records, as
+		 * multisets */
 		gs_record_point record_point;
-		uint64_t	a[4] = {40, 0, 7, 9},
-					b[4] = {40, 0, 7, 10},
-					c[4] = {48, 0, 7, 9};
+		uint64_t	a[3] = {40, 7, 9},
+					b[3] = {40, 7, 10},
+					c[3] = {48, 7, 9};
 		uint64_t	ab,
 					ba,
 					ac;
 
-		gs_record_point_make(&record_point, &point, 4);
-		ab = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, a), b);
-		ba = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, b), a);
-		ac = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, a), c);
+		gs_record_point_make(&record_point, &point, 3);
+		ab = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, a, 3), b, 3);
+		ba = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, b, 3), a, 3);
+		ac = gs_fingerprint_add_record(&record_point, gs_fingerprint_add_record(&record_point, 1, a, 3), c, 3);
 		CHECK(ab == ba, "fingerprint: records in another order differ");
 		CHECK(ab != ac, "fingerprint: a record's changed length goes unseen");
-		CHECK(gs_fingerprint_combine(gs_fingerprint_add_record(&record_point, 1, a),
-									 gs_fingerprint_add_record(&record_point, 1, b)) == ab,
+		CHECK(gs_fingerprint_combine(gs_fingerprint_add_record(&record_point, 1, a, 3),
+									 gs_fingerprint_add_record(&record_point, 1, b, 3)) == ab,
 			  "fingerprint: two parts combined differ from the whole");
 	}
 	{
+		/* a record's coefficients: every part of it changes them, and none
+		 * reaches 2^60 (below p, so that no two values of a part agree mod
+		 * p): for every count of keys, the length, each NULL flag, each
+		 * key's low and top bits (a low part of all ones against zero: the
+		 * two that one coefficient mod p would confuse at 61 bits) */
+		for (int nkeys = 1; nkeys <= GS_RECORD_MAX_KEYS; nkeys++)
+		{
+			int			ncoeffs = gs_record_coefficient_count(nkeys);
+			uint64_t	keys[GS_RECORD_MAX_KEYS];
+			uint64_t	base[GS_RECORD_MAX_COEFFS];
+			uint64_t	other[GS_RECORD_MAX_COEFFS];
+			int			variants = 0,
+						seen = 0;
+
+			CHECK(ncoeffs <= GS_RECORD_MAX_COEFFS, "fingerprint: %d keys make %d coefficients",
+				  nkeys, ncoeffs);
+			for (int k = 0; k < nkeys; k++)
+				keys[k] = UINT64_C(0x0123456789abcdef) * (k + 1);
+			gs_record_coefficients(1000, 0, keys, nkeys, base);
+			for (int change = 0; change < 2 + 4 * nkeys; change++)
+			{
+				uint64_t	changed[GS_RECORD_MAX_KEYS];
+				uint32_t	length = 1000,
+							nulls = 0;
+				int			k = (change - 2) / 4;
+				bool		differs = false;
+
+				memcpy(changed, keys, sizeof(keys));
+				if (change == 0)
+					length = (UINT32_C(1) << 30) - 1;
+				else if (change == 1)
+					length = 16;
+				else if ((change - 2) % 4 == 0)
+					nulls = UINT32_C(1) << k;
+				else if ((change - 2) % 4 == 1)
+					changed[k] ^= UINT64_C(1) << 63;
+				else if ((change - 2) % 4 == 2)
+					changed[k] |= (UINT64_C(1) << 60) - 1;
+				else
+					changed[k] &= ~((UINT64_C(1) << 60) - 1);
+				gs_record_coefficients(length, nulls, changed, nkeys, other);
+				for (int i = 0; i < ncoeffs; i++)
+				{
+					differs |= other[i] != base[i];
+					CHECK(other[i] < (UINT64_C(1) << 60), "fingerprint: coefficient %d of %d keys at 2^60", i, nkeys);
+				}
+				variants++;
+				seen += differs;
+			}
+			CHECK(seen == variants, "fingerprint: %d of %d changes to a record of %d keys go unseen",
+				  variants - seen, variants, nkeys);
+			{
+				/* all ones and zero in a key's low part: apart mod p too */
+				uint64_t	ones[GS_RECORD_MAX_KEYS] = {0},
+							zeros[GS_RECORD_MAX_KEYS] = {0};
+				gs_record_point record_point;
+
+				ones[nkeys - 1] = (UINT64_C(1) << 60) - 1;
+				gs_record_point_make(&record_point, &point, ncoeffs);
+				gs_record_coefficients(64, 0, ones, nkeys, base);
+				gs_record_coefficients(64, 0, zeros, nkeys, other);
+				CHECK(gs_fingerprint_add_record(&record_point, 1, base, ncoeffs) !=
+					  gs_fingerprint_add_record(&record_point, 1, other, ncoeffs),
+					  "fingerprint: a key's low bits all ones taken for zero");
+			}
+		}
+	}
+	{
 		/* records spread over chains (the rows jobs' checks) give the
-		 * fingerprint of one chain; records of 2 to 5 words (the unrolled
-		 * counts and the loop) */
-		for (int nwords = 2; nwords <= 5; nwords++)
+		 * fingerprint of one chain; records of 2 to 10 coefficients */
+		for (int ncoeffs = 2; ncoeffs <= GS_RECORD_MAX_COEFFS; ncoeffs++)
 		{
 			gs_record_point record_point;
-			uint64_t	words[5] = {77, UINT64_C(0xfedcba9876543210), 3, 4, 5};
+			uint64_t	c[GS_RECORD_MAX_COEFFS] = {77, UINT64_C(0x0edcba9876543210), 3, 4, 5, 6, 7, 8, 9, 10};
 			uint64_t	one_chain = 1,
 						chains[4] = {1, 1, 1, 1},
 						changed;
 
-			gs_record_point_make(&record_point, &point, nwords);
+			gs_record_point_make(&record_point, &point, ncoeffs);
 			for (int i = 0; i < 9; i++)
 			{
-				words[1] += (uint64_t) i << 40;
-				one_chain = gs_fingerprint_add_record(&record_point, one_chain, words);
-				chains[i % 4] = gs_fingerprint_add_record(&record_point, chains[i % 4], words);
+				c[1] += (uint64_t) i << 40;
+				one_chain = gs_fingerprint_add_record(&record_point, one_chain, c, ncoeffs);
+				chains[i % 4] = gs_fingerprint_add_record(&record_point, chains[i % 4], c, ncoeffs);
 			}
 			CHECK(gs_fingerprint_chains(chains) == one_chain,
 				  "fingerprint: records over four chains differ from one chain");
-			words[0] = 78;
-			changed = gs_fingerprint_add_record(&record_point, one_chain, words);
-			words[0] = 77;
-			CHECK(changed != gs_fingerprint_add_record(&record_point, one_chain, words),
+			c[0] = 78;
+			changed = gs_fingerprint_add_record(&record_point, one_chain, c, ncoeffs);
+			c[0] = 77;
+			CHECK(changed != gs_fingerprint_add_record(&record_point, one_chain, c, ncoeffs),
 				  "fingerprint: a record's changed length goes unseen");
 			{
-				uint64_t	before = gs_fingerprint_add_record(&record_point, one_chain, words);
+				uint64_t	before = gs_fingerprint_add_record(&record_point, one_chain, c, ncoeffs);
 
-				words[nwords - 1] ^= UINT64_C(1) << 63;
-				CHECK(gs_fingerprint_add_record(&record_point, one_chain, words) != before,
-					  "fingerprint: a record's last word goes unseen");
+				c[ncoeffs - 1] ^= UINT64_C(1) << 59;
+				CHECK(gs_fingerprint_add_record(&record_point, one_chain, c, ncoeffs) != before,
+					  "fingerprint: a record's last coefficient goes unseen");
 			}
 		}
 	}
