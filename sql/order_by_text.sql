@@ -206,8 +206,13 @@ SELECT i AS id,
                    lpad(to_hex(hashint4(i) & 255), 2, '0') || repeat('00', i % 2), 'hex') END AS by,
   ('fifteen_bytes__' || (hashint4(i * 5) & 31) || repeat(' ', i % 4))::char(30) AS c
 FROM generate_series(1, 3000) i;
+-- (the EXPLAIN checks here and on fresh below run serially: under a
+-- Gather Merge each partial sort chooses from the rows its process
+-- happened to read, and the leader's line is the one shown)
+SET max_parallel_workers_per_gather = 0;
 SELECT line FROM explain_stable('SELECT * FROM tails ORDER BY t COLLATE "C", id', 'ANALYZE')
   AS line WHERE line ~ 'Ties|Wide|Chosen';
+RESET max_parallel_workers_per_gather;
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C", id', 'x, id'),
   ('SELECT id, t::bytea AS x FROM tails ORDER BY t COLLATE "C" DESC NULLS LAST, id', 'x, id'),
@@ -245,6 +250,7 @@ SELECT i AS id,
   CASE WHEN i > 18000 THEN 'late_' || (hashint4(i) & 4095) ELSE NULL END AS late,
   decode(md5((i % 4000)::text) || repeat('00', i % 3), 'hex') AS bytes
 FROM generate_series(1, 20000) i;
+SET max_parallel_workers_per_gather = 0;
 SELECT regexp_replace(line, '\(\d+ rows', '(N rows') AS line
   FROM explain_stable('SELECT * FROM fresh ORDER BY name COLLATE "C"', 'ANALYZE')
   AS line WHERE line ~ 'Ties|Wide|Chosen';
@@ -260,6 +266,7 @@ SELECT regexp_replace(line, '\(\d+ rows', '(N rows') AS line
 -- bounded: the widest, nothing chosen
 SELECT line FROM explain_stable('SELECT * FROM fresh ORDER BY name COLLATE "C" LIMIT 10', 'ANALYZE')
   AS line WHERE line ~ 'Wide|Chosen';
+RESET max_parallel_workers_per_gather;
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C"', 'x'),
   ('SELECT id, hash::bytea AS x FROM fresh ORDER BY hash COLLATE "C" DESC', 'x'),
@@ -271,9 +278,11 @@ SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C" LIMIT 300', 'x')
 ) AS queries(q, k);
 SET work_mem = '64kB';
+SET max_parallel_workers_per_gather = 0;
 SELECT regexp_replace(line, '\(\d+ rows', '(N rows') AS line
   FROM explain_stable('SELECT * FROM fresh ORDER BY misleading COLLATE "C", id', 'ANALYZE')
   AS line WHERE line ~ 'Chosen';
+RESET max_parallel_workers_per_gather;
 SELECT q, same_order(q, k) FROM (VALUES
   ('SELECT id, misleading::bytea AS x FROM fresh ORDER BY misleading COLLATE "C", id', 'x, id'),
   ('SELECT id, name::bytea AS x FROM fresh ORDER BY name COLLATE "C" DESC, id', 'x, id'),
