@@ -52,6 +52,10 @@
  * reader that skips or goes back) ends the check for the job.
  */
 StaticAssertDecl(GS_ROWS_MAX_KEYS <= GS_RECORD_MAX_KEYS, "a record's keys fit a record point");
+StaticAssertDecl(GS_RECORD_MAX_KEYS == 8,
+				 "gs_record_coefficients() has places for 8 keys' NULL flags and top bits");
+StaticAssertDecl(MaxAllocSize < ((Size) 1 << 30),
+				 "every length the check accepts fits a record's 30 bits of length");
 
 typedef struct RowsCheck
 {

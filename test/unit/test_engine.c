@@ -1357,6 +1357,101 @@ test_fingerprints(void)
 		}
 	}
 	{
+		/*
+		 * The coefficients' layout, bit by bit: from an all-zero record,
+		 * each input bit alone (the length's 30, each NULL flag, each key's
+		 * 64) sets exactly one output bit, and no two input bits set the
+		 * same one: nothing is lost, nothing shares a place.
+		 */
+		for (int nkeys = 1; nkeys <= GS_RECORD_MAX_KEYS; nkeys++)
+		{
+			int			ncoeffs = gs_record_coefficient_count(nkeys);
+			int			inputs = 30 + nkeys + 64 * nkeys;
+			static int	owner[GS_RECORD_MAX_COEFFS * 64];
+			int			lost = 0,
+						shared = 0;
+
+			for (int i = 0; i < GS_RECORD_MAX_COEFFS * 64; i++)
+				owner[i] = -1;
+			for (int bit = 0; bit < inputs; bit++)
+			{
+				uint64_t	keys[GS_RECORD_MAX_KEYS] = {0};
+				uint64_t	c[GS_RECORD_MAX_COEFFS];
+				uint32_t	length = 0,
+							nulls = 0;
+				int			set = 0,
+							where = -1;
+
+				if (bit < 30)
+					length = UINT32_C(1) << bit;
+				else if (bit < 30 + nkeys)
+					nulls = UINT32_C(1) << (bit - 30);
+				else
+					keys[(bit - 30 - nkeys) / 64] = UINT64_C(1) << ((bit - 30 - nkeys) % 64);
+				gs_record_coefficients(length, nulls, keys, nkeys, c);
+				for (int i = 0; i < ncoeffs; i++)
+					for (int b = 0; b < 64; b++)
+						if ((c[i] >> b) & 1)
+						{
+							set++;
+							where = i * 64 + b;
+						}
+				if (set != 1)
+					lost++;
+				else if (owner[where] >= 0)
+					shared++;
+				else
+					owner[where] = bit;
+			}
+			CHECK(lost == 0 && shared == 0,
+				  "fingerprint: %d keys: %d input bits not one output bit, %d sharing one",
+				  nkeys, lost, shared);
+		}
+	}
+	{
+		/* a record's factor against a slow one: r minus the sum of each
+		 * coefficient times its power of s, each product taken mod p */
+		const unsigned __int128 prime = GS_FIELD_PRIME;
+		uint64_t	state = 88172645463325252ULL;
+		int			wrong = 0;
+
+		for (int trial = 0; trial < 20000; trial++)
+		{
+			int			ncoeffs = 1 + trial % GS_RECORD_MAX_COEFFS;
+			gs_record_point record_point;
+			gs_fingerprint_point trial_point = point;
+			uint64_t	c[GS_RECORD_MAX_COEFFS];
+			unsigned __int128 x = 0;
+			uint64_t	expected;
+
+			for (int i = 0; i < ncoeffs; i++)
+			{
+				state ^= state << 13;
+				state ^= state >> 7;
+				state ^= state << 17;
+				/* every fourth trial at the largest coefficients */
+				c[i] = trial % 4 == 0 ? (UINT64_C(1) << 60) - 1 : state >> 4;
+			}
+			if (trial % 8 == 1)
+				trial_point.s = GS_FIELD_PRIME - 1;
+			if (trial % 16 == 3)
+				trial_point.r = 0;
+			gs_record_point_make(&record_point, &trial_point, ncoeffs);
+			{
+				unsigned __int128 power = 1;
+
+				for (int i = 0; i < ncoeffs; i++)
+				{
+					x = (x + (unsigned __int128) c[i] * power % prime) % prime;
+					power = power * trial_point.s % prime;
+				}
+			}
+			expected = (uint64_t) (((unsigned __int128) trial_point.r + prime - x) % prime);
+			wrong += gs_record_factor(&record_point, c, ncoeffs) != expected;
+		}
+		CHECK(wrong == 0, "fingerprint: %d of 20000 record factors differ from the slow sum", wrong);
+	}
+	{
 		/* records spread over chains (the rows jobs' checks) give the
 		 * fingerprint of one chain; records of 2 to 10 coefficients */
 		for (int ncoeffs = 2; ncoeffs <= GS_RECORD_MAX_COEFFS; ncoeffs++)
