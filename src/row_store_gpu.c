@@ -625,8 +625,8 @@ read_gpu_record(RowStore *store, void *source, uint64_t *keys, bool *nulls, Mini
 		gpu_run_failed();
 	data = store->read_next + header_size;
 	memcpy(keys, store->read_next + sizeof(length), store->nkeys * sizeof(uint64_t));
-	memcpy(nulls, store->read_next + sizeof(length) + store->nkeys * sizeof(uint64_t),
-		   store->nkeys);
+	read_null_flags(nulls, store->read_next + sizeof(length) + store->nkeys * sizeof(uint64_t),
+					store->nkeys);
 	store->read_next += job_record_size(store, length);
 	memcpy(&trailer, store->read_next - sizeof(trailer), sizeof(trailer));
 	if (trailer != length)

@@ -385,6 +385,16 @@ formed_length(RowStore *store, TupleTableSlot *slot)
 	return TTS_IS_VIRTUAL(slot) ? tuple_former_measure(&store->former, slot) : 0;
 }
 
+/* A record's NULL flags, one byte each, into bools: any byte but 0 is
+ * NULL, as the rows check reads them (a record from the GPU service may
+ * hold another non-zero byte, and a bool must hold 0 or 1). */
+static inline void
+read_null_flags(bool *nulls, const char *bytes, int nkeys)
+{
+	for (int k = 0; k < nkeys; k++)
+		nulls[k] = bytes[k] != 0;
+}
+
 /* ---- order of encoded keys ---- */
 
 /* SQL order of two rows' encoded keys: <0, 0, >0 */

@@ -121,7 +121,8 @@ read_chunk_record(RowStore *store, MergeInput *input)
 		fill_chunk(store, input, size, false);
 	record = input->chunk + input->chunk_pos;
 	memcpy(input->keys, record + sizeof(length), store->nkeys * sizeof(uint64_t));
-	memcpy(input->nulls, record + sizeof(length) + store->nkeys * sizeof(uint64_t), store->nkeys);
+	read_null_flags(input->nulls, record + sizeof(length) + store->nkeys * sizeof(uint64_t),
+					store->nkeys);
 	if (input->stop != NULL &&
 		compare_keys(store, input->keys, input->nulls, input->stop->keys, input->stop->nulls) >= 0)
 		return false;			/* the next partition's */
