@@ -89,7 +89,6 @@ gs_record_point_make(gs_record_point *record_point, const gs_fingerprint_point *
 	uint64_t	power = 1;
 
 	record_point->point = *point;
-	record_point->ncoeffs = ncoeffs;
 	for (int i = 0; i < ncoeffs; i++)
 	{
 		record_point->powers[i] = power;

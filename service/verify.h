@@ -69,7 +69,6 @@ extern uint64_t gs_fingerprint_add_upto(const gs_fingerprint_point *point, uint6
 typedef struct gs_record_point
 {
 	gs_fingerprint_point point;
-	int			ncoeffs;
 	uint64_t	powers[GS_RECORD_MAX_COEFFS];
 } gs_record_point;
 
