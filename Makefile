@@ -71,7 +71,7 @@ NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
 # The kernels include no PostgreSQL header, so their objects live in the
 # source tree even in a VPATH build: the builds for several PostgreSQL majors
 # (build-NN/, pg_buildext) and make unittest share one compilation.
-CUDA_OBJS = $(addprefix $(kernels_dir)/, gpu_device.o gpu_sort.o \
+CUDA_OBJS = $(addprefix $(kernels_dir)/, gpu_device.o gpu_sort.o gpu_sort_words.o \
 	gpu_networks.o gpu_radix.o gpu_approx.o gpu_minmax.o gpu_merge.o gpu_rows.o)
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 # The kernels as the engine's GPU backend: linked only beside them.

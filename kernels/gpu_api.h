@@ -98,6 +98,24 @@ typedef struct gpu_sort_job
 	bool		host_data_touched;
 } gpu_sort_job;
 
+/* Exact sort of n rows by several words each (gpu_sort_words.cu): words
+ * holds word w of row r at words[w * n + r], word 0 deciding first, word w
+ * below 2^word_bits[w]. row_index receives the rows in order, ties in input
+ * order; words is only read, so a failure leaves the input as it was. */
+#define GPU_MAX_KEY_WORDS 16
+
+typedef struct gpu_sort_words_job
+{
+	size_t		n;
+	unsigned	nwords;			/* 1 .. GPU_MAX_KEY_WORDS */
+	const unsigned *word_bits;
+	const uint64_t *words;
+	uint32_t   *row_index;
+	size_t		memory_limit;	/* bytes; 0 = no cap */
+	gpu_poll_fn poll;
+	void	   *poll_arg;
+} gpu_sort_words_job;
+
 /* Approximate (interval) sort. The GPU finds the keys' min and max, cuts
  * [min, max] into `intervals` equal-width intervals exactly as
  * gs_approx_interval() (interval_map.h) does, and writes the elements of
@@ -142,6 +160,7 @@ extern gpu_status gpu_device_check(void);
 
 extern gpu_status gpu_sort(gpu_sort_job *job, gpu_timing *timing);
 extern gpu_status gpu_approx_sort(gpu_approx_job *job, gpu_timing *timing);
+extern gpu_status gpu_sort_words(gpu_sort_words_job *job, gpu_timing *timing);
 
 /* Min and max of n uint64 keys by the min-max butterfly network. */
 extern gpu_status gpu_minmax(const uint64_t *keys, size_t n,

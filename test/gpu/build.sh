@@ -22,7 +22,7 @@ ENGINE_SRCS=$(ls engine/*.c)
 OBJS=""
 
 pids=""
-for f in gpu_device gpu_sort gpu_networks gpu_radix gpu_approx gpu_minmax gpu_merge gpu_rows; do
+for f in gpu_device gpu_sort gpu_sort_words gpu_networks gpu_radix gpu_approx gpu_minmax gpu_merge gpu_rows; do
 	$NVCC $NVCC_FLAGS -Ikernels -c kernels/$f.cu -o kernels/$f.o &
 	pids="$pids $!"
 	OBJS="$OBJS kernels/$f.o"
