@@ -92,6 +92,28 @@ kernels_sort(gs_backend_sort_job *request, gs_backend_timing *timing)
 }
 
 static gs_status
+kernels_sort_words(gs_backend_words_job *request, gs_backend_timing *timing)
+{
+	gpu_sort_words_job job;
+	gpu_timing	measured;
+	gpu_status	status;
+
+	memset(&job, 0, sizeof(job));
+	memset(&measured, 0, sizeof(measured));
+	job.n = request->n;
+	job.nwords = request->nwords;
+	job.word_bits = request->word_bits;
+	job.words = request->words;
+	job.row_index = request->row_index;
+	job.memory_limit = request->memory_limit;
+	job.poll = request->poll;
+	job.poll_arg = request->poll_arg;
+	status = gpu_sort_words(&job, &measured);
+	set_timing(timing, &measured);
+	return status_of(status);
+}
+
+static gs_status
 kernels_approx_sort(gs_backend_approx_job *request, gs_backend_timing *timing)
 {
 	gpu_approx_job job;
@@ -146,6 +168,7 @@ const gs_sort_backend gs_kernels_backend = {
 	.probe = kernels_probe,
 	.sort = kernels_sort,
 	.approx_sort = kernels_approx_sort,
+	.sort_words = kernels_sort_words,
 	.approx_quantile = true,
 	.minmax = kernels_minmax,
 	.host_alloc = kernels_host_alloc,

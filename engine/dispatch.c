@@ -82,6 +82,18 @@ note_gpu_problem(gs_sort_report *report, gs_status status, const char *message)
 			 message ? message : gs_status_name(status));
 }
 
+/* What the backend measured, into the report. */
+static void
+note_gpu_timing(gs_sort_report *report, const gs_backend_timing *timing)
+{
+	report->upload_ms = timing->upload_ms;
+	report->sort_ms = timing->sort_ms;
+	report->download_ms = timing->download_ms;
+	report->gpu_bytes = timing->device_bytes;
+	report->queue_ms = timing->queue_ms;
+	report->gpu_index = timing->device_index;
+}
+
 /*
  * Decides whether this request runs on the GPU. Returns GS_OK with
  * *use_gpu set, or the error to return (device = GPU and none usable).
@@ -242,12 +254,7 @@ run_on_gpu(const gs_sort_request *request, gs_algorithm algorithm,
 		*host_data_touched = job.host_data_touched;
 		report->valid_outputs = request->n;
 	}
-	report->upload_ms = timing.upload_ms;
-	report->sort_ms = timing.sort_ms;
-	report->download_ms = timing.download_ms;
-	report->gpu_bytes = timing.device_bytes;
-	report->queue_ms = timing.queue_ms;
-	report->gpu_index = timing.device_index;
+	note_gpu_timing(report, &timing);
 	if (status != GS_OK)
 		note_gpu_problem(report, status, backend->last_error());
 	return status;
@@ -359,6 +366,65 @@ gs_sort(const gs_sort_request *request, gs_sort_report *report)
 														  request->row_index != NULL,
 														  GS_DEVICE_CPU);
 	return run_on_cpu(request, algorithm, report);
+}
+
+bool
+gs_gpu_sorts_words(const gs_sort_request *settings, size_t n)
+{
+	gs_sort_request request = *settings;
+	gs_sort_report report;
+	bool		use_gpu = false;
+
+	request.n = n;
+	memset(&report, 0, sizeof(report));
+	if (backend == NULL || backend->sort_words == NULL ||
+		settings->algorithm == GS_ALGO_APPROX)
+		return false;
+	return choose_device(&request, &report, &use_gpu) == GS_OK && use_gpu;
+}
+
+gs_status
+gs_sort_words_on_gpu(const gs_sort_request *settings, size_t n, const uint64_t *words,
+					 unsigned nwords, const unsigned *word_bits, uint32_t *row_index,
+					 gs_sort_report *report, bool *ran)
+{
+	gs_backend_words_job job;
+	gs_backend_timing timing;
+	gs_status	status;
+
+	memset(report, 0, sizeof(*report));
+	*ran = false;
+	if (!gs_gpu_sorts_words(settings, n))
+		return GS_OK;
+	memset(&job, 0, sizeof(job));
+	memset(&timing, 0, sizeof(timing));
+	job.n = n;
+	job.nwords = nwords;
+	job.word_bits = word_bits;
+	job.words = words;
+	job.row_index = row_index;
+	job.memory_limit = settings->gpu_memory_limit;
+	job.poll = settings->poll;
+	job.poll_arg = settings->poll_arg;
+	report->algorithm = GS_ALGO_RADIX;
+	report->ran_on = GS_DEVICE_GPU;
+	status = backend->sort_words(&job, &timing);
+	note_gpu_timing(report, &timing);
+	report->valid_outputs = n;
+	if (status == GS_OK)
+	{
+		*ran = true;
+		return GS_OK;
+	}
+	note_gpu_problem(report, status, backend->last_error());
+	if (status == GS_ERR_INTERRUPTED || status == GS_ERR_INVALID_ARGUMENT ||
+		settings->device == GS_DEVICE_GPU)
+	{
+		*ran = true;
+		return status;
+	}
+	report->fell_back = true;
+	return GS_OK;
 }
 
 gs_status

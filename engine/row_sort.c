@@ -5,7 +5,10 @@
  * The key layout (key_layout.c) packs the columns into as few words as the
  * observed ranges allow; usually one, and then this is a single gs_sort() of
  * (word, row index). With more words, the rows are sorted least significant
- * word first, each pass stable, carrying the permutation along.
+ * word first, each pass stable, carrying the permutation along: on a GPU
+ * whose backend can (the CUDA kernels in gpusort-gpud), all words go to it
+ * at once and it makes the passes; elsewhere one gs_sort() per word, each
+ * word gathered on the host through the order so far.
  *
  * The approximate sort orders by one column's intervals; its NULLs do not
  * belong to any interval, so they are set aside and placed first or last.
@@ -96,6 +99,38 @@ gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first
 	total->ran_on = pass->ran_on;
 }
 
+/*
+ * Several words on a GPU whose backend sorts them whole: every word packed
+ * once, in row order, and the GPU makes the passes without coming back to
+ * the host in between. *done says whether that sorted the rows (or failed
+ * for good); when not, the caller sorts word by word, and *report says
+ * why the GPU did not.
+ */
+static gs_status
+sort_words_whole(const gs_key_layout *layout, size_t n,
+				 const uint64_t *const *column_keys, const bool *const *column_nulls,
+				 const gs_sort_request *settings, uint32_t *order,
+				 gs_sort_report *report, bool *done)
+{
+	bool		pinned = false;
+	uint64_t   *words;
+	gs_status	status;
+
+	*done = false;
+	memset(report, 0, sizeof(*report));
+	if (!gs_gpu_sorts_words(settings, n))
+		return GS_OK;
+	words = gs_host_buffer_alloc((size_t) layout->nwords * n * sizeof(uint64_t), true, &pinned);
+	if (words == NULL)
+		return GS_OK;			/* word by word needs less */
+	for (unsigned w = 0; w < layout->nwords; w++)
+		pack_word(layout, w, column_keys, column_nulls, NULL, n, words + (size_t) w * n, 8);
+	status = gs_sort_words_on_gpu(settings, n, words, layout->nwords, layout->word_bits, order,
+								  report, done);
+	gs_host_buffer_free(words, pinned);
+	return status;
+}
+
 static gs_status
 sort_rows_exact(const gs_key_layout *layout, size_t n,
 				const uint64_t *const *column_keys,
@@ -114,6 +149,20 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 	bool		keys_pinned = false,
 				index_pinned = false;
 	gs_status	status = GS_OK;
+	gs_sort_report whole;
+	bool		done = false;
+
+	memset(&whole, 0, sizeof(whole));
+	if (layout->nwords > 1)
+	{
+		status = sort_words_whole(layout, n, column_keys, column_nulls, settings, order,
+								  &whole, &done);
+		if (done)
+		{
+			*report = whole;
+			return status;
+		}
+	}
 
 	for (unsigned w = 0; w < layout->nwords; w++)
 		if (layout->word_bits[w] > widest)
@@ -152,6 +201,13 @@ sort_rows_exact(const gs_key_layout *layout, size_t n,
 		}
 	}
 	report->valid_outputs = n;
+	if (whole.fell_back && !report->fell_back)
+	{
+		/* the GPU failed the whole sort, and these passes ran instead */
+		report->fell_back = true;
+		report->gpu_status = whole.gpu_status;
+		memcpy(report->gpu_message, whole.gpu_message, sizeof(report->gpu_message));
+	}
 done:
 	gs_host_buffer_free(keys, keys_pinned);
 	gs_host_buffer_free(pass_index, index_pinned);

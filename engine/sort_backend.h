@@ -67,6 +67,22 @@ typedef struct gs_backend_sort_job
 	bool		host_data_touched;
 } gs_backend_sort_job;
 
+/* Exact sort of n rows by nwords words each, whole on the GPU: word w of
+ * row r at words[w * n + r] (word 0 decides first), below 2^word_bits[w];
+ * row_index receives the rows in order, ties in input order. The words are
+ * only read, so after a failure the CPU can always take over. */
+typedef struct gs_backend_words_job
+{
+	size_t		n;
+	unsigned	nwords;
+	const unsigned *word_bits;
+	const uint64_t *words;
+	uint32_t   *row_index;
+	size_t		memory_limit;
+	gs_poll_fn	poll;
+	void	   *poll_arg;
+} gs_backend_words_job;
+
 /* Approximate (interval) sort: [min, max] of the keys cut into `intervals`
  * equal-width intervals as gs_approx_interval() (interval_map.h) does, or
  * in quantile mode the 2 * intervals - 1 buckets of the splitters drawn
@@ -106,6 +122,9 @@ typedef struct gs_sort_backend
 	/* The sorts and the min-max. On failure last_error() says why. */
 	gs_status	(*sort) (gs_backend_sort_job *job, gs_backend_timing *timing);
 	gs_status	(*approx_sort) (gs_backend_approx_job *job, gs_backend_timing *timing);
+	/* NULL where the backend cannot (the engine then sorts such rows one
+	 * word per sort, gathering each word on the host) */
+	gs_status	(*sort_words) (gs_backend_words_job *job, gs_backend_timing *timing);
 	/* approx_sort does the quantile mode too (false: the CPU does it) */
 	bool		approx_quantile;
 	gs_status	(*minmax) (const uint64_t *keys, size_t n, uint64_t *min_key,

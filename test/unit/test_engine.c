@@ -804,14 +804,15 @@ compare_rows_sql(const void *pa, const void *pb)
 }
 
 /* Two columns, every mix of ASC/DESC and NULLS FIRST/LAST, narrow and wide
- * ranges (one word, or two words sorted least significant first). */
+ * ranges (one word, or up to four sorted least significant first; on the
+ * GPU all of them in one job), and wide values with many ties. */
 static void
-test_key_layout(void)
+test_key_layout(gs_device device)
 {
 	for (int mode = 0; mode < 16; mode++)
-		for (int wide = 0; wide <= 2; wide++)
+		for (int wide = 0; wide <= 3; wide++)
 		{
-			size_t		n = 3000;
+			size_t		n = wide == 3 ? 100000 : 3000;
 			test_row   *rows = malloc(n * sizeof(test_row));
 			test_row   *expected = malloc(n * sizeof(test_row));
 			uint32_t   *order = malloc(n * sizeof(uint32_t));
@@ -831,7 +832,8 @@ test_key_layout(void)
 				for (int c = 0; c < 2; c++)
 				{
 					rows[i].null[c] = next_random() % 7 == 0;
-					rows[i].value[c] = wide == 2 ? (int64_t) next_random()
+					rows[i].value[c] = wide == 3 ? (int64_t) (next_random() % 5) * INT64_C(0x3000000000000001)
+						: wide == 2 ? (int64_t) next_random()
 						: wide == 1 ? (int64_t) (int32_t) next_random()
 						: (int64_t) (next_random() % 50) - 25;
 					gs_key_column_observe(&columns[c], rows[i].null[c],
@@ -839,7 +841,7 @@ test_key_layout(void)
 				}
 			}
 			CHECK(gs_key_layout_build(&layout, columns, 2) == GS_OK, "layout build");
-			CHECK(wide == 2 ? layout.nwords >= 2 : wide == 1 ? layout.nwords <= 2 : layout.nwords == 1,
+			CHECK(wide >= 2 ? layout.nwords >= 2 : wide == 1 ? layout.nwords <= 2 : layout.nwords == 1,
 				  "layout words %u for wide=%d", layout.nwords, wide);
 
 			{
@@ -855,10 +857,13 @@ test_key_layout(void)
 						nulls[c][i] = rows[i].null[c];
 					}
 				gs_sort_request_init(&settings);
-				settings.device = GS_DEVICE_CPU;
+				settings.device = device;
 				CHECK(gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
 								   (const bool *const *) nulls, &settings, order,
 								   &report) == GS_OK, "gs_sort_rows");
+				CHECK(report.ran_on == device && !report.fell_back,
+					  "key layout on %s ran on %s", gs_device_name(device),
+					  gs_device_name(report.ran_on));
 				for (int c = 0; c < 2; c++)
 				{
 					free(keys[c]);
@@ -869,7 +874,8 @@ test_key_layout(void)
 			qsort(expected, n, sizeof(test_row), compare_rows_sql);
 			for (size_t i = 0; i < n; i++)
 				same = same && expected[i].id == order[i];
-			CHECK(same, "key layout mode %d wide %d: order differs from SQL order", mode, wide);
+			CHECK(same, "key layout on %s, mode %d wide %d: order differs from SQL order",
+				  gs_device_name(device), mode, wide);
 			free(rows);
 			free(expected);
 			free(order);
@@ -1014,6 +1020,97 @@ test_interruption(void)
 		free(keys);
 		free(index);
 	}
+}
+
+/*
+ * Rows of several words on the GPU in one job (gs_sort_rows with the CUDA
+ * kernels as backend): the same order as the CPU's word-by-word passes;
+ * a GPU cap too small for the job leaves AUTO to sort word by word (and
+ * say why) and fails a sort that must run on the GPU; the poll function
+ * stops it.
+ */
+static void
+test_words_on_gpu(void)
+{
+	const size_t n = (size_t) 1 << 21;
+	const int	ncolumns = 3;
+	uint64_t   *keys[3];
+	bool	   *nulls[3];
+	gs_key_column columns[3];
+	gs_key_layout layout;
+	uint32_t   *cpu_order = malloc(n * sizeof(uint32_t));
+	uint32_t   *gpu_order = malloc(n * sizeof(uint32_t));
+	gs_sort_request settings;
+	gs_sort_report report;
+	gs_status	status;
+
+	for (int c = 0; c < ncolumns; c++)
+	{
+		keys[c] = malloc(n * sizeof(uint64_t));
+		nulls[c] = malloc(n);
+		gs_key_column_init(&columns[c], c == 1, c == 2);
+		for (size_t i = 0; i < n; i++)
+		{
+			/* column 0 full width with ties, 1 narrow, 2 full width */
+			uint64_t	value = c == 0 ? (next_random() % 1000) * UINT64_C(0x0040000000000001)
+				: c == 1 ? next_random() % 3 : next_random();
+
+			nulls[c][i] = next_random() % 11 == 0;
+			keys[c][i] = value;
+			gs_key_column_observe(&columns[c], nulls[c][i], value);
+		}
+	}
+	CHECK(gs_key_layout_build(&layout, columns, ncolumns) == GS_OK && layout.nwords >= 3,
+		  "three wide columns take at least three words (%u)", layout.nwords);
+
+	gs_sort_request_init(&settings);
+	settings.device = GS_DEVICE_CPU;
+	status = gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
+						  (const bool *const *) nulls, &settings, cpu_order, &report);
+	CHECK(status == GS_OK, "words on the CPU: %s", gs_status_name(status));
+
+	settings.device = GS_DEVICE_GPU;
+	status = gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
+						  (const bool *const *) nulls, &settings, gpu_order, &report);
+	CHECK(status == GS_OK && report.ran_on == GS_DEVICE_GPU && !report.fell_back,
+		  "words on the GPU: %s", gs_status_name(status));
+	CHECK(report.gpu_bytes >= (size_t) layout.nwords * n * sizeof(uint64_t),
+		  "the GPU held every word at once (%zu bytes)", report.gpu_bytes);
+	CHECK(memcmp(cpu_order, gpu_order, n * sizeof(uint32_t)) == 0,
+		  "words: the GPU's order is the CPU's");
+
+	/* a cap that holds one word's pass but not every word at once */
+	settings.device = GS_DEVICE_AUTO;
+	settings.gpu_memory_limit = (size_t) layout.nwords * n * sizeof(uint64_t);
+	memset(gpu_order, 0, n * sizeof(uint32_t));
+	status = gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
+						  (const bool *const *) nulls, &settings, gpu_order, &report);
+	CHECK(status == GS_OK && report.fell_back && report.gpu_status == GS_ERR_GPU_OUT_OF_MEMORY,
+		  "words over the cap under AUTO: %s, fell back %d, GPU %s", gs_status_name(status),
+		  report.fell_back, gs_status_name(report.gpu_status));
+	CHECK(memcmp(cpu_order, gpu_order, n * sizeof(uint32_t)) == 0,
+		  "words over the cap: sorted word by word instead");
+	settings.device = GS_DEVICE_GPU;
+	status = gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
+						  (const bool *const *) nulls, &settings, gpu_order, &report);
+	CHECK(status == GS_ERR_GPU_OUT_OF_MEMORY,
+		  "words over the cap on the GPU: %s", gs_status_name(status));
+
+	settings.gpu_memory_limit = 0;
+	settings.poll = stop_after_some_polls;
+	polls_until_stop = 1;
+	status = gs_sort_rows(&layout, n, (const uint64_t *const *) keys,
+						  (const bool *const *) nulls, &settings, gpu_order, &report);
+	CHECK(status == GS_ERR_INTERRUPTED, "words on the GPU, stopped: %s",
+		  gs_status_name(status));
+
+	for (int c = 0; c < ncolumns; c++)
+	{
+		free(keys[c]);
+		free(nulls[c]);
+	}
+	free(cpu_order);
+	free(gpu_order);
 }
 
 static void
@@ -1510,7 +1607,12 @@ main(int argc, char **argv)
 	test_quantile_sort(GS_DEVICE_CPU);
 	if (gpu_too && info.usable)
 		test_quantile_sort(GS_DEVICE_GPU);
-	test_key_layout();
+	test_key_layout(GS_DEVICE_CPU);
+	if (gpu_too && info.usable)
+	{
+		test_key_layout(GS_DEVICE_GPU);
+		test_words_on_gpu();
+	}
 	test_approx_rows();
 	test_float8_encoding();
 	test_minmax();
