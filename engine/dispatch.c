@@ -394,8 +394,6 @@ gs_sort_words_on_gpu(const gs_sort_request *settings, size_t n, const uint64_t *
 
 	memset(report, 0, sizeof(*report));
 	*ran = false;
-	if (!gs_gpu_sorts_words(settings, n))
-		return GS_OK;
 	memset(&job, 0, sizeof(job));
 	memset(&timing, 0, sizeof(timing));
 	job.n = n;

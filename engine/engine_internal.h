@@ -40,18 +40,19 @@ extern void cpu_minmax(const uint64_t *keys, size_t n,
  * Rows keyed by several words, sorted whole on the GPU (dispatch.c): word
  * w of row r at words[w * n + r], word 0 deciding first, below
  * 2^word_bits[w]; row_index receives the rows in order, ties in input
- * order. Only where the process's GPU backend does that and `settings`
- * let this sort use the GPU: *ran says whether it did. When it did not,
- * or the GPU failed and settings->device lets the CPU take over (GS_OK,
- * report->fell_back), the caller sorts word by word; any other status is
- * the sort's. (settings' n and keys are ignored.)
+ * order. Only where gs_gpu_sorts_words() said yes (the caller asks first,
+ * before it packs the words). *ran says whether the GPU sorted them, or
+ * failed for good (any status but GS_OK is the sort's); when the GPU failed
+ * and settings->device lets the CPU take over (GS_OK, report->fell_back),
+ * the caller sorts word by word. (settings' n and keys are ignored.)
  */
 extern gs_status gs_sort_words_on_gpu(const gs_sort_request *settings, size_t n,
 									  const uint64_t *words, unsigned nwords,
 									  const unsigned *word_bits, uint32_t *row_index,
 									  gs_sort_report *report, bool *ran);
-/* Whether gs_sort_words_on_gpu would try the GPU for n rows (so the caller
- * packs the words in the form it takes only then). */
+/* Whether this sort of n rows may go to gs_sort_words_on_gpu: the
+ * process's GPU backend sorts words whole and `settings` let it use the
+ * GPU. */
 extern bool gs_gpu_sorts_words(const gs_sort_request *settings, size_t n);
 
 /* Largest number of intervals the approximate sort accepts. */

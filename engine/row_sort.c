@@ -103,8 +103,8 @@ gs_sort_report_add(gs_sort_report *total, const gs_sort_report *pass, bool first
  * Several words on a GPU whose backend sorts them whole: every word packed
  * once, in row order, and the GPU makes the passes without coming back to
  * the host in between. *done says whether that sorted the rows (or failed
- * for good); when not, the caller sorts word by word, and *report says
- * why the GPU did not.
+ * for good); when not, the caller sorts word by word, and *report (zeroed
+ * by the caller) says why the GPU did not, where it tried.
  */
 static gs_status
 sort_words_whole(const gs_key_layout *layout, size_t n,
@@ -117,7 +117,6 @@ sort_words_whole(const gs_key_layout *layout, size_t n,
 	gs_status	status;
 
 	*done = false;
-	memset(report, 0, sizeof(*report));
 	if (!gs_gpu_sorts_words(settings, n))
 		return GS_OK;
 	words = gs_host_buffer_alloc((size_t) layout->nwords * n * sizeof(uint64_t), true, &pinned);
